@@ -1,0 +1,450 @@
+//! Wires the pipeline: settings → packs → walk → per-file work in parallel →
+//! sort → suppressions and baseline → report → exit status.
+
+use std::collections::{BTreeSet, HashMap};
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+use miette::{Diagnostic, GraphicalReportHandler, GraphicalTheme};
+use rayon::prelude::*;
+
+use crate::baseline::Baseline;
+use crate::checks::{CheckId, CHECKS};
+use crate::cli::{
+    CheckArgs, Cli, Color, Command, CommonArgs, FailOn, InventoryArgs, InventoryFormat, ListFormat,
+};
+use crate::config::{self, Settings};
+use crate::engine::{Engine, FileOutcome};
+use crate::exit::ExitStatus;
+use crate::finding::{Finding, Severity};
+use crate::inventory::LockRow;
+use crate::pack::PackSet;
+use crate::prefilter::Prefilter;
+use crate::report::{self, Summary};
+use crate::walk::{self, Excludes};
+
+/// A failure that stops the run with exit code 2.
+#[derive(Debug)]
+pub struct Failure(pub String);
+
+impl<E: std::fmt::Display> From<E> for Failure {
+    fn from(e: E) -> Self {
+        Failure(e.to_string())
+    }
+}
+
+pub fn run(cli: Cli) -> ExitStatus {
+    let result = match cli.command {
+        None => check(&cli.check),
+        Some(Command::Check(args)) => check(&args),
+        Some(Command::Inventory(args)) => inventory(&args),
+        Some(Command::Rules(args)) => rules(args.format),
+        Some(Command::Explain(args)) => explain(&args.check),
+        Some(Command::Init(args)) => init(args.force),
+    };
+    match result {
+        Ok(s) => s,
+        Err(Failure(msg)) => {
+            if !msg.is_empty() {
+                eprintln!("error: {msg}");
+            }
+            ExitStatus::Error
+        }
+    }
+}
+
+/// Prints a miette diagnostic to stderr (no colour unless stderr is a terminal).
+pub fn print_diagnostic(d: &dyn Diagnostic) {
+    eprint!("{}", render_diagnostic(d, std::io::stderr().is_terminal()));
+}
+
+pub fn render_diagnostic(d: &dyn Diagnostic, color: bool) -> String {
+    let theme = if color {
+        GraphicalTheme::unicode()
+    } else {
+        GraphicalTheme::unicode_nocolor()
+    };
+    let mut out = String::new();
+    let _ = GraphicalReportHandler::new_themed(theme)
+        .with_width(100)
+        .with_links(false)
+        .render_report(&mut out, d);
+    out
+}
+
+/// Everything a run needs before it reads files.
+pub struct Prepared {
+    pub settings: Settings,
+    pub packs: PackSet,
+    pub files: Vec<PathBuf>,
+    pub cwd: PathBuf,
+    pub jobs: Option<usize>,
+    pub prefilter: bool,
+}
+
+pub fn prepare(paths: &[PathBuf], common: &CommonArgs) -> Result<Prepared, Failure> {
+    let cwd = std::env::current_dir()?;
+    for p in paths {
+        if !p.exists() {
+            return Err(Failure(format!(
+                "{}: no such file or directory",
+                p.display()
+            )));
+        }
+    }
+    let config_path = match &common.config {
+        Some(p) => {
+            if !p.is_file() {
+                return Err(Failure(format!("{}: config file not found", p.display())));
+            }
+            Some(p.clone())
+        }
+        None => config::discover(
+            paths
+                .first()
+                .map(PathBuf::as_path)
+                .unwrap_or(Path::new(".")),
+        ),
+    };
+    let settings = match &config_path {
+        Some(p) => config::load(p, &walk::display_path(p, &cwd)).map_err(|e| {
+            print_diagnostic(&e);
+            Failure(String::new())
+        })?,
+        None => Settings::default(),
+    };
+    let packs = PackSet::load(&settings.rules, &cwd).map_err(|errs| {
+        for e in &errs {
+            print_diagnostic(e);
+        }
+        Failure(String::new())
+    })?;
+    let excludes = Excludes::new(&[
+        (settings.base.as_path(), settings.exclude.as_slice()),
+        (cwd.as_path(), common.exclude.as_slice()),
+    ])?;
+    let mut notes = Vec::new();
+    let files = walk::collect(paths, &excludes, &mut notes)?;
+    for n in notes {
+        eprintln!("note: {n}");
+    }
+    Ok(Prepared {
+        settings,
+        packs,
+        files,
+        cwd,
+        jobs: common.jobs,
+        prefilter: !common.no_prefilter,
+    })
+}
+
+/// The outcome of auditing every file.
+pub struct Audit {
+    pub findings: Vec<Finding>,
+    pub locks: Vec<LockRow>,
+    pub sources: HashMap<String, String>,
+    pub files: usize,
+    pub parsed: usize,
+    pub internal_error: bool,
+    pub unreadable: Vec<String>,
+}
+
+/// Reads and audits every file, in parallel; results sorted.
+pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
+    let prefilter = p
+        .prefilter
+        .then(|| Prefilter::new(&p.packs, &p.settings.lock_name));
+    let engine = Engine {
+        packs: &p.packs,
+        settings: &p.settings,
+        prefilter: prefilter.as_ref(),
+        only: None,
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(p.jobs.unwrap_or(0))
+        .stack_size(32 * 1024 * 1024)
+        .thread_name(|i| format!("lockaudit-{i}"))
+        .build()?;
+    let results: Vec<(String, Result<(FileOutcome, Option<String>), String>)> =
+        pool.install(|| {
+            p.files
+                .par_iter()
+                .map(|path| {
+                    let shown = walk::display_path(path, &p.cwd);
+                    let r = match std::fs::read(path) {
+                        Ok(bytes) => {
+                            let out = engine.check_bytes(&shown, &bytes, inventory);
+                            let text = (!out.findings.is_empty())
+                                .then(|| String::from_utf8_lossy(&bytes).into_owned());
+                            Ok((out, text))
+                        }
+                        Err(e) => Err(e.to_string()),
+                    };
+                    (shown, r)
+                })
+                .collect()
+        });
+    let mut audit = Audit {
+        findings: Vec::new(),
+        locks: Vec::new(),
+        sources: HashMap::new(),
+        files: 0,
+        parsed: 0,
+        internal_error: false,
+        unreadable: Vec::new(),
+    };
+    for (shown, r) in results {
+        match r {
+            Ok((out, text)) => {
+                audit.files += 1;
+                audit.parsed += usize::from(out.parsed);
+                audit.internal_error |= out.internal_error;
+                audit.findings.extend(out.findings);
+                audit.locks.extend(out.locks);
+                if let Some(t) = text {
+                    let t = t.strip_prefix('\u{feff}').map(str::to_string).unwrap_or(t);
+                    audit.sources.insert(shown, t);
+                }
+            }
+            Err(e) => audit.unreadable.push(format!("{shown}: {e}")),
+        }
+    }
+    audit
+        .findings
+        .sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    audit.locks.sort();
+    Ok(audit)
+}
+
+fn use_color(c: Color, stream_is_tty: bool) -> bool {
+    match c {
+        Color::Always => true,
+        Color::Never => false,
+        Color::Auto => stream_is_tty && std::env::var_os("NO_COLOR").is_none(),
+    }
+}
+
+fn terminal_width() -> usize {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .filter(|w: &usize| *w >= 40)
+        .unwrap_or(100)
+}
+
+fn fails(findings: &[Finding], fail_on: FailOn) -> bool {
+    let threshold = match fail_on {
+        FailOn::Never => return false,
+        FailOn::Error => Severity::Error,
+        FailOn::Warning => Severity::Warning,
+        FailOn::Note => Severity::Note,
+    };
+    findings
+        .iter()
+        .any(|f| f.suppressed.is_none() && f.severity >= threshold)
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file in the same
+/// directory, then a rename. An interrupted run leaves the old file or none.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".lockaudit-")
+        .tempfile_in(&dir)
+        .map_err(|e| Failure(format!("{}: cannot write: {e}", path.display())))?;
+    tmp.write_all(bytes)
+        .and_then(|_| tmp.as_file().sync_all())
+        .map_err(|e| Failure(format!("{}: cannot write: {e}", path.display())))?;
+    tmp.persist(path)
+        .map_err(|e| Failure(format!("{}: cannot write: {}", path.display(), e.error)))?;
+    Ok(())
+}
+
+fn emit(output: Option<&Path>, text: &str) -> Result<(), Failure> {
+    match output {
+        Some(p) => write_atomic(p, text.as_bytes()),
+        None => {
+            let mut out = std::io::stdout().lock();
+            match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+                Ok(()) => Ok(()),
+                // `lockaudit | head` is not an error.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                Err(e) => Err(Failure(e.to_string())),
+            }
+        }
+    }
+}
+
+fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
+    let prepared = prepare(&args.paths, &args.common)?;
+    let mut audit = audit(&prepared, false)?;
+    for u in &audit.unreadable {
+        eprintln!("error: {u}");
+    }
+    let mut summary_extra = (0usize, 0usize);
+    if let Some(path) = &args.write_baseline {
+        let b = Baseline::from_findings(&audit.findings);
+        write_atomic(path, b.to_json().as_bytes())?;
+        if !args.quiet {
+            eprintln!(
+                "wrote {} finding{} to {}",
+                b.len(),
+                report::plural(b.len()),
+                path.display()
+            );
+        }
+        return Ok(if audit.internal_error || !audit.unreadable.is_empty() {
+            ExitStatus::Error
+        } else {
+            ExitStatus::Clean
+        });
+    }
+    if let Some(path) = &args.baseline {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Failure(format!("{}: cannot read baseline: {e}", path.display())))?;
+        let b = Baseline::parse(&text).map_err(|e| Failure(format!("{}: {e}", path.display())))?;
+        let (kept, matched, stale) = b.filter(std::mem::take(&mut audit.findings));
+        audit.findings = kept;
+        summary_extra = (matched, stale);
+    }
+    if let Some(rev) = &args.new_since {
+        let old = crate::gitref::fingerprints_at(rev, &args.paths, &prepared)?;
+        let before = audit.findings.len();
+        audit.findings.retain(|f| !old.contains(&f.fingerprint));
+        summary_extra.0 += before - audit.findings.len();
+    }
+    let mut summary = Summary::new(audit.files, audit.parsed, &audit.findings);
+    summary.baselined = summary_extra.0;
+    summary.stale_baseline = summary_extra.1;
+    let tty = args.output.is_none() && std::io::stdout().is_terminal();
+    let opts = report::Options {
+        color: args.output.is_none() && use_color(args.color, tty),
+        width: if tty { terminal_width() } else { 100 },
+        sources: &audit.sources,
+        quiet: args.quiet,
+        tty,
+    };
+    let text = report::render(args.format, &audit.findings, &summary, &opts);
+    emit(args.output.as_deref(), &text)?;
+    if audit.internal_error || !audit.unreadable.is_empty() {
+        return Ok(ExitStatus::Error);
+    }
+    Ok(if fails(&audit.findings, args.fail_on) {
+        ExitStatus::Findings
+    } else {
+        ExitStatus::Clean
+    })
+}
+
+fn inventory(args: &InventoryArgs) -> Result<ExitStatus, Failure> {
+    let prepared = prepare(&args.paths, &args.common)?;
+    let audit = audit(&prepared, true)?;
+    for u in &audit.unreadable {
+        eprintln!("error: {u}");
+    }
+    let text = match args.format {
+        InventoryFormat::Json => {
+            let mut s = serde_json::to_string_pretty(&serde_json::json!({ "locks": audit.locks }))?;
+            s.push('\n');
+            s
+        }
+        InventoryFormat::Table => {
+            let tty = args.output.is_none() && std::io::stdout().is_terminal();
+            let opts = report::Options {
+                color: false,
+                width: if tty { terminal_width() } else { 160 },
+                sources: &audit.sources,
+                quiet: false,
+                tty,
+            };
+            crate::inventory::table(&audit.locks, &opts)
+        }
+    };
+    emit(args.output.as_deref(), &text)?;
+    Ok(if audit.internal_error || !audit.unreadable.is_empty() {
+        ExitStatus::Error
+    } else {
+        ExitStatus::Clean
+    })
+}
+
+fn rules(format: ListFormat) -> Result<ExitStatus, Failure> {
+    let text = match format {
+        ListFormat::Json => {
+            let list: Vec<_> = CHECKS
+                .iter()
+                .map(|c| {
+                    serde_json::json!({
+                        "id": c.id.as_str(),
+                        "severity": c.severity.as_str(),
+                        "summary": c.summary,
+                    })
+                })
+                .collect();
+            let mut s = serde_json::to_string_pretty(&list)?;
+            s.push('\n');
+            s
+        }
+        ListFormat::Text => {
+            let width = CHECKS
+                .iter()
+                .map(|c| c.id.as_str().len())
+                .max()
+                .unwrap_or(0);
+            let mut s = String::new();
+            for c in CHECKS {
+                s.push_str(&format!(
+                    "{:width$}  {:7}  {}\n",
+                    c.id.as_str(),
+                    c.severity.as_str(),
+                    c.summary
+                ));
+            }
+            s
+        }
+    };
+    emit(None, &text)?;
+    Ok(ExitStatus::Clean)
+}
+
+fn explain(id: &str) -> Result<ExitStatus, Failure> {
+    let Some(check) = CheckId::parse(id) else {
+        let ids: BTreeSet<&str> = CHECKS.iter().map(|c| c.id.as_str()).collect();
+        return Err(Failure(format!(
+            "unknown check `{id}`; the checks are: {}",
+            ids.into_iter().collect::<Vec<_>>().join(", ")
+        )));
+    };
+    let info = check.info();
+    let mut text = format!(
+        "# {} [{}]\n\n{}\n\n{}",
+        info.id.as_str(),
+        info.severity.as_str(),
+        info.summary,
+        info.docs
+    );
+    if check == CheckId::UnfencedCorrectnessLock || check == CheckId::NonConsensusCorrectnessLock {
+        text.push_str(&crate::pack::builtin::token_table());
+    }
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    emit(None, &text)?;
+    Ok(ExitStatus::Clean)
+}
+
+fn init(force: bool) -> Result<ExitStatus, Failure> {
+    let path = Path::new(config::CONFIG_NAMES[0]);
+    if path.exists() && !force {
+        return Err(Failure(format!(
+            "{} already exists (use --force to overwrite)",
+            path.display()
+        )));
+    }
+    write_atomic(path, config::STARTER.as_bytes())?;
+    eprintln!("wrote {}", path.display());
+    Ok(ExitStatus::Clean)
+}

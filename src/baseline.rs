@@ -1,0 +1,99 @@
+//! Baselines: `--write-baseline FILE` records today's findings by
+//! fingerprint; `--baseline FILE` then reports only the others, and counts
+//! the recorded findings that no longer exist (stale entries).
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::finding::Finding;
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Baseline {
+    pub version: u32,
+    pub findings: Vec<Entry>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(deny_unknown_fields)]
+pub struct Entry {
+    pub fingerprint: String,
+    pub check: String,
+    pub path: String,
+    /// For people reading the file; never used to match.
+    pub message: String,
+}
+
+impl Baseline {
+    pub fn from_findings(findings: &[Finding]) -> Baseline {
+        let mut entries: Vec<Entry> = findings
+            .iter()
+            .filter(|f| f.suppressed.is_none())
+            .map(|f| Entry {
+                fingerprint: f.fingerprint.clone(),
+                check: f.check.as_str().to_string(),
+                path: f.path.clone(),
+                message: f.message.clone(),
+            })
+            .collect();
+        entries.sort_by(|a, b| {
+            (&a.path, &a.check, &a.fingerprint).cmp(&(&b.path, &b.check, &b.fingerprint))
+        });
+        Baseline {
+            version: 1,
+            findings: entries,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.findings.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.findings.is_empty()
+    }
+
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("baseline serializes");
+        s.push('\n');
+        s
+    }
+
+    pub fn parse(text: &str) -> Result<Baseline, String> {
+        let b: Baseline =
+            serde_json::from_str(text).map_err(|e| format!("not a lockaudit baseline: {e}"))?;
+        if b.version != 1 {
+            return Err(format!(
+                "baseline version {} is not supported (expected 1)",
+                b.version
+            ));
+        }
+        Ok(b)
+    }
+
+    /// Splits findings into those not in the baseline (kept), and returns
+    /// (kept, how many matched, how many baseline entries are stale).
+    pub fn filter(&self, findings: Vec<Finding>) -> (Vec<Finding>, usize, usize) {
+        let mut remaining: HashMap<&str, usize> = HashMap::new();
+        for e in &self.findings {
+            *remaining.entry(e.fingerprint.as_str()).or_default() += 1;
+        }
+        let mut matched = 0;
+        let mut kept = Vec::new();
+        for f in findings {
+            if f.suppressed.is_none() {
+                if let Some(n) = remaining.get_mut(f.fingerprint.as_str()) {
+                    if *n > 0 {
+                        *n -= 1;
+                        matched += 1;
+                        continue;
+                    }
+                }
+            }
+            kept.push(f);
+        }
+        let stale = remaining.values().sum();
+        (kept, matched, stale)
+    }
+}

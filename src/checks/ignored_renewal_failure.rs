@@ -1,0 +1,49 @@
+//! `ignored-renewal-failure`: a renewal whose result is discarded or whose
+//! error is swallowed, so the holder keeps working after losing the lock.
+
+use super::common::{call_name, CheckCtx};
+use super::{CheckId, CheckInfo};
+use crate::finding::{Finding, Severity};
+use crate::model::ResultUse;
+use crate::pack::{ResultKind, Role};
+
+pub(super) const INFO: CheckInfo = CheckInfo {
+    id: CheckId::IgnoredRenewalFailure,
+    severity: Severity::Warning,
+    summary: "a renewal's result is discarded or its error swallowed, so a holder that lost the lock keeps working",
+    docs: include_str!("ignored_renewal_failure.md"),
+    precision: "high",
+    tags: &["distributed-lock", "correctness"],
+    run: Some(run),
+};
+
+fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
+    for e in &ctx.model.events {
+        if e.role != Role::Renew {
+            continue;
+        }
+        let api = ctx.api(e);
+        if api.result == Some(ResultKind::Unit) {
+            continue;
+        }
+        let flag = api.result == Some(ResultKind::SuccessFlag);
+        let how = match &e.result {
+            ResultUse::Discarded { how, propagated } if flag || !propagated => how.clone(),
+            ResultUse::Propagated if flag => {
+                "`?` only checks for an error: the reply that says whether the lease was extended is dropped".to_string()
+            }
+            ResultUse::Swallowed { how } => how.clone(),
+            _ => continue,
+        };
+        out.push(
+            ctx.finding(
+                CheckId::IgnoredRenewalFailure,
+                e,
+                format!("the result of renewal `{}` is ignored: a holder that lost the lock keeps working", call_name(api, e)),
+            )
+            .label(how)
+            .note("a failed renewal means the lease may expire and another client may take the lock while this one still acts")
+            .help("check the renewal and stop the protected work when it fails (cancel the task, return an error), then re-acquire before resuming"),
+        );
+    }
+}

@@ -1,0 +1,63 @@
+//! `lock-without-expiry`: an acquisition that sets no TTL or lease, so a
+//! dead holder blocks everyone forever.
+
+use super::common::{call_name, key_name, with_pack_notes, CheckCtx};
+use super::{CheckId, CheckInfo};
+use crate::finding::{Finding, Severity};
+use crate::model::ExpiryState;
+use crate::pack::Role;
+
+pub(super) const INFO: CheckInfo = CheckInfo {
+    id: CheckId::LockWithoutExpiry,
+    severity: Severity::Error,
+    summary: "an acquisition sets no TTL or lease, so a dead holder blocks everyone forever",
+    docs: include_str!("lock_without_expiry.md"),
+    precision: "high",
+    tags: &["distributed-lock", "availability"],
+    run: Some(run),
+};
+
+const HELP: &str = "set the expiry in the same command as the acquisition: `SET key token NX PX ttl_ms` (`redis::cmd(\"SET\")…arg(\"NX\").arg(\"PX\").arg(ttl_ms)`, or `set_options` with `SetExpiry::PX`)";
+
+fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
+    for e in ctx.takes() {
+        if e.expiry != ExpiryState::Missing {
+            continue;
+        }
+        let api = ctx.api(e);
+        let mut f = ctx
+            .finding(
+                CheckId::LockWithoutExpiry,
+                e,
+                format!(
+                    "lock {} is acquired without an expiry",
+                    key_name(e.key.as_ref())
+                ),
+            )
+            .label(format!("`{}` sets no TTL", call_name(api, e)));
+        // A separate EXPIRE on the same key after the acquisition.
+        let later_expire = e.key.as_ref().and_then(|k| {
+            ctx.model.fn_events(e.func).find(|x| {
+                x.role == Role::Renew
+                    && x.span.start.offset > e.span.start.offset
+                    && x.key.as_ref().is_some_and(|xk| xk.norm == k.norm)
+            })
+        });
+        match later_expire {
+            Some(x) if x.chain_span == e.chain_span => {
+                f = f
+                    .secondary(x.span, "the expiry is a separate command in the same pipeline")
+                    .note("the pipeline runs the expiry even when the acquisition failed: it resets the current holder's TTL");
+            }
+            Some(x) => {
+                f = f
+                    .secondary(x.span, "the expiry is set in a separate round trip")
+                    .note("a crash between the two commands leaves the lock held forever");
+            }
+            None => {
+                f = f.note("if the holder dies, nothing ever releases this lock: every other client waits forever");
+            }
+        }
+        out.push(with_pack_notes(f, api, HELP));
+    }
+}

@@ -1,0 +1,37 @@
+//! `missing-purpose`: an acquisition without a `lock-purpose:` annotation.
+
+use super::common::{call_name, key_name, CheckCtx};
+use super::{CheckId, CheckInfo};
+use crate::directives::PurposeLookup;
+use crate::finding::{Finding, Severity};
+
+pub(super) const INFO: CheckInfo = CheckInfo {
+    id: CheckId::MissingPurpose,
+    severity: Severity::Error,
+    summary: "an acquisition has no `lock-purpose:` annotation",
+    docs: include_str!("missing_purpose.md"),
+    precision: "very-high",
+    tags: &["distributed-lock", "documentation"],
+    run: Some(run),
+};
+
+fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
+    for e in ctx.takes() {
+        if *ctx.lookup(e) != PurposeLookup::None {
+            continue;
+        }
+        let api = ctx.api(e);
+        out.push(
+            ctx.finding(
+                CheckId::MissingPurpose,
+                e,
+                format!(
+                    "lock acquisition of {} has no `lock-purpose:` annotation",
+                    key_name(e.key.as_ref())
+                ),
+            )
+            .label(format!("`{}` takes a {} lock here", call_name(api, e), e.backend))
+            .help("say why the lock exists, above this statement: `// lock-purpose: efficiency — <what duplicate work it avoids>` or `// lock-purpose: correctness — <what must happen once>`"),
+        );
+    }
+}

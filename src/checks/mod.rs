@@ -1,0 +1,131 @@
+//! The checks. Each lives in its own file named after its id, with its
+//! documentation beside it (`<id>.md`, shown by `lockaudit explain`, SARIF
+//! help and the README). This module holds the registry: the [`CheckId`]
+//! enum and the [`CHECKS`] slice that `rules`, `explain`, SARIF and the meta
+//! tests all read.
+
+mod common;
+mod ignored_acquire_result;
+mod ignored_renewal_failure;
+mod lock_without_expiry;
+mod missing_purpose;
+mod non_consensus_correctness_lock;
+mod parse_error;
+mod read_then_write_acquire;
+mod unfenced_correctness_lock;
+mod unknown_purpose;
+mod unowned_release;
+mod unowned_renewal;
+mod unused_suppression;
+
+pub use common::{CheckCtx, Purposes};
+
+use crate::finding::{Finding, Severity};
+
+/// The stable check ids (SPEC "Checks"). Never rename one: they are SARIF
+/// `ruleId`s and appear in suppressions and baselines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CheckId {
+    MissingPurpose,
+    UnknownPurpose,
+    ReadThenWriteAcquire,
+    UnownedRelease,
+    UnfencedCorrectnessLock,
+    UnownedRenewal,
+    LockWithoutExpiry,
+    IgnoredAcquireResult,
+    IgnoredRenewalFailure,
+    NonConsensusCorrectnessLock,
+    UnusedSuppression,
+    ParseError,
+}
+
+impl CheckId {
+    pub const ALL: [CheckId; 12] = [
+        CheckId::MissingPurpose,
+        CheckId::UnknownPurpose,
+        CheckId::ReadThenWriteAcquire,
+        CheckId::UnownedRelease,
+        CheckId::UnfencedCorrectnessLock,
+        CheckId::UnownedRenewal,
+        CheckId::LockWithoutExpiry,
+        CheckId::IgnoredAcquireResult,
+        CheckId::IgnoredRenewalFailure,
+        CheckId::NonConsensusCorrectnessLock,
+        CheckId::UnusedSuppression,
+        CheckId::ParseError,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CheckId::MissingPurpose => "missing-purpose",
+            CheckId::UnknownPurpose => "unknown-purpose",
+            CheckId::ReadThenWriteAcquire => "read-then-write-acquire",
+            CheckId::UnownedRelease => "unowned-release",
+            CheckId::UnfencedCorrectnessLock => "unfenced-correctness-lock",
+            CheckId::UnownedRenewal => "unowned-renewal",
+            CheckId::LockWithoutExpiry => "lock-without-expiry",
+            CheckId::IgnoredAcquireResult => "ignored-acquire-result",
+            CheckId::IgnoredRenewalFailure => "ignored-renewal-failure",
+            CheckId::NonConsensusCorrectnessLock => "non-consensus-correctness-lock",
+            CheckId::UnusedSuppression => "unused-suppression",
+            CheckId::ParseError => "parse-error",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<CheckId> {
+        CheckId::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+
+    pub fn info(self) -> &'static CheckInfo {
+        CHECKS
+            .iter()
+            .find(|c| c.id == self)
+            .expect("every check id is registered")
+    }
+
+    pub fn default_severity(self) -> Severity {
+        self.info().severity
+    }
+}
+
+impl std::fmt::Display for CheckId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A check's metadata and entry point.
+pub struct CheckInfo {
+    pub id: CheckId,
+    pub severity: Severity,
+    /// One line, lowercase, no final period.
+    pub summary: &'static str,
+    /// Markdown with the fixed headings; `explain` prints it.
+    pub docs: &'static str,
+    /// SARIF `properties.precision`.
+    pub precision: &'static str,
+    /// SARIF `properties.tags`.
+    pub tags: &'static [&'static str],
+    /// Runs over one file's model. `None` for checks the engine emits itself
+    /// (`parse-error`, `unused-suppression`).
+    pub run: Option<fn(&CheckCtx, &mut Vec<Finding>)>,
+}
+
+pub static CHECKS: &[CheckInfo] = &[
+    missing_purpose::INFO,
+    unknown_purpose::INFO,
+    read_then_write_acquire::INFO,
+    unowned_release::INFO,
+    unfenced_correctness_lock::INFO,
+    unowned_renewal::INFO,
+    lock_without_expiry::INFO,
+    ignored_acquire_result::INFO,
+    ignored_renewal_failure::INFO,
+    non_consensus_correctness_lock::INFO,
+    unused_suppression::INFO,
+    parse_error::INFO,
+];
+
+pub use parse_error::finding as parse_error_finding;
+pub use unused_suppression::findings as unused_suppression_findings;

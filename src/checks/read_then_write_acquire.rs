@@ -1,0 +1,56 @@
+//! `read-then-write-acquire`: a lock taken by reading the key and then
+//! writing it in a separate operation, so two clients can both win.
+
+use super::common::{call_name, key_name, with_pack_notes, CheckCtx};
+use super::{CheckId, CheckInfo};
+use crate::finding::{Finding, Severity};
+use crate::pack::Role;
+
+pub(super) const INFO: CheckInfo = CheckInfo {
+    id: CheckId::ReadThenWriteAcquire,
+    severity: Severity::Error,
+    summary: "a lock is taken by reading the key and then writing it in a separate operation",
+    docs: include_str!("read_then_write_acquire.md"),
+    precision: "high",
+    tags: &["distributed-lock", "correctness", "race-condition"],
+    run: Some(run),
+};
+
+fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
+    for (f, _) in ctx.model.fns.iter().enumerate() {
+        let events: Vec<_> = ctx.model.fn_events(f).collect();
+        for (i, write) in events.iter().enumerate() {
+            if write.role != Role::Write {
+                continue;
+            }
+            let Some(key) = &write.key else { continue };
+            // The read of the same key that the write acts on.
+            let Some(read) = events[..i].iter().rev().find(|r| {
+                r.role == Role::Read && r.key.as_ref().is_some_and(|k| k.norm == key.norm)
+            }) else {
+                continue;
+            };
+            // Cache-aside GET-then-SET on a key that is not a lock stays silent.
+            if !(write.lockish || read.lockish) {
+                continue;
+            }
+            let api = ctx.api(write);
+            let finding = ctx
+                .finding(
+                    CheckId::ReadThenWriteAcquire,
+                    write,
+                    format!(
+                        "lock {} is taken by a read and a separate write: two clients can both see it free and both write",
+                        key_name(Some(key))
+                    ),
+                )
+                .label(format!("`{}` writes the lock without checking, in this same step, that it is still free", call_name(api, write)))
+                .secondary(read.span, format!("`{}` reads it here, one round trip earlier", call_name(ctx.api(read), read)));
+            out.push(with_pack_notes(
+                finding,
+                api,
+                "acquire in one atomic step that fails when the key exists: `redis::cmd(\"SET\").arg(&key).arg(&token).arg(\"NX\").arg(\"PX\").arg(ttl_ms)` and check the reply, or the backend's compare-and-set",
+            ));
+        }
+    }
+}

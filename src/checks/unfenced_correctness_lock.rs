@@ -1,0 +1,278 @@
+//! `unfenced-correctness-lock`: a `correctness` lock whose effects carry no
+//! fencing token. The check the tool exists for: a lock only records who
+//! acquired last; a paused holder keeps acting after its lease expired, and
+//! only a monotonic token issued with the grant and checked at the resource
+//! stops its late writes.
+//!
+//! Data flow, kept deliberately small: the token is any value derived from
+//! the acquisition's binding (through `let`s and assignments, struct fields
+//! included). Each effect between the acquisition and its release must
+//! mention it, or be an API the packs mark as resource-checked. Calls to
+//! functions of the same file are followed up to three deep, mapping the
+//! tainted arguments onto the callee's parameters.
+
+use std::collections::BTreeSet;
+
+use super::common::{call_name, key_name, CheckCtx};
+use super::{CheckId, CheckInfo};
+use crate::finding::{Finding, Purpose, Severity};
+use crate::model::{Event, FnModel};
+use crate::pack::{Role, TokenKind};
+use crate::source::Span;
+
+pub(super) const INFO: CheckInfo = CheckInfo {
+    id: CheckId::UnfencedCorrectnessLock,
+    severity: Severity::Error,
+    summary: "a `correctness` lock whose effects carry no fencing token",
+    docs: include_str!("unfenced_correctness_lock.md"),
+    precision: "medium",
+    tags: &["distributed-lock", "correctness", "fencing"],
+    run: Some(run),
+};
+
+const MAX_DEPTH: usize = 3;
+
+/// An effect in the critical section that carries no token.
+struct Unfenced {
+    span: Span,
+    text: String,
+}
+
+fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
+    for a in ctx.takes() {
+        if ctx.purpose(a) != Some(Purpose::Correctness) {
+            continue;
+        }
+        check_one(ctx, a, out);
+    }
+}
+
+fn check_one(ctx: &CheckCtx, a: &Event, out: &mut Vec<Finding>) {
+    let api = ctx.api(a);
+    let f = &ctx.model.fns[a.func];
+    let kind = api
+        .token
+        .as_ref()
+        .map(|t| t.kind)
+        .unwrap_or(TokenKind::None);
+    let start = a.span.end.offset;
+    let end = release_offset(ctx, a).unwrap_or(usize::MAX);
+    let in_section = |off: usize| off >= start && off < end;
+    let tainted = taint(f, &a.binding, start);
+
+    // Effects in the critical section and in the local functions it calls.
+    let mut unfenced = Vec::new();
+    let mut effects = 0usize;
+    for e in ctx.model.fn_events(a.func) {
+        if !in_section(e.span.start.offset) {
+            continue;
+        }
+        match e.role {
+            Role::FencedEffect => effects += 1,
+            Role::Effect => {
+                effects += 1;
+                let carries = kind == TokenKind::Monotonic && !e.mentions.is_disjoint(&tainted);
+                if !carries {
+                    unfenced.push(Unfenced {
+                        span: e.span,
+                        text: format!(
+                            "`{}` writes without the fencing token",
+                            call_name(ctx.api(e), e)
+                        ),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut visited = vec![a.func];
+    for call in &f.calls {
+        if !in_section(call.offset) {
+            continue;
+        }
+        let (n, inner) = follow_call(ctx, call, &tainted, kind, 1, &mut visited);
+        effects += n;
+        if inner > 0 {
+            unfenced.push(Unfenced {
+                span: call.span,
+                text: format!(
+                    "`{}` writes without the fencing token ({inner} effect{} inside)",
+                    call.name,
+                    if inner == 1 { "" } else { "s" }
+                ),
+            });
+        }
+    }
+
+    let key = key_name(a.key.as_ref());
+    let token_note = api.token.as_ref().and_then(|t| t.note.clone());
+    let mut finding = match kind {
+        TokenKind::Monotonic if unfenced.is_empty() => return,
+        TokenKind::Monotonic if a.binding.is_empty() => ctx.finding(
+            CheckId::UnfencedCorrectnessLock,
+            a,
+            format!("correctness lock {key} is never asked for its fencing token"),
+        )
+        .label("the grant is not bound to a name, so its token cannot reach any effect"),
+        TokenKind::Monotonic => ctx.finding(
+            CheckId::UnfencedCorrectnessLock,
+            a,
+            format!(
+                "correctness lock {key}: {} effect{} in the critical section carr{} no fencing token",
+                unfenced.len(),
+                if unfenced.len() == 1 { "" } else { "s" },
+                if unfenced.len() == 1 { "ies" } else { "y" },
+            ),
+        )
+        .label("the grant carries a token, but it does not reach the effects"),
+        TokenKind::OwnerId | TokenKind::None => ctx.finding(
+            CheckId::UnfencedCorrectnessLock,
+            a,
+            format!(
+                "correctness lock {key} has no fencing token: {} hands back {}",
+                a.backend,
+                if kind == TokenKind::OwnerId {
+                    "only a random owner value, which orders nothing"
+                } else {
+                    "nothing a resource could check"
+                }
+            ),
+        )
+        .label(format!("`{}` cannot fence the work it protects", call_name(api, a))),
+    };
+    for u in &unfenced {
+        finding = finding.secondary(u.span, u.text.clone());
+    }
+    if let Some(note) = token_note {
+        finding = finding.note(note);
+    }
+    // A counter minted in a separate step after the grant.
+    if let Some(m) = ctx
+        .model
+        .fn_events(a.func)
+        .find(|e| e.role == Role::Mint && in_section(e.span.start.offset))
+    {
+        finding = finding
+            .secondary(m.span, "a counter minted after the grant is not a fence")
+            .note("a paused holder can mint later and get the higher number: only a token that comes with the grant, or is minted atomically with it, orders holders");
+    }
+    // The token reaches only a log line.
+    if kind == TokenKind::Monotonic
+        && !tainted.is_empty()
+        && f.logs
+            .iter()
+            .any(|l| in_section(l.span.start.offset) && !l.mentions.is_disjoint(&tainted))
+    {
+        finding = finding.note("the token is only logged: a log line checks nothing");
+    }
+    // "Is it still mine?" right before an effect.
+    if let Some(check) = ctx.model.fn_events(a.func).find(|e| {
+        in_section(e.span.start.offset)
+            && (e.role == Role::OwnershipCheck
+                || (e.role == Role::Read
+                    && e.key.as_ref().map(|k| &k.norm) == a.key.as_ref().map(|k| &k.norm)))
+    }) {
+        finding = finding
+            .secondary(check.span, "ownership is checked here, before the effect")
+            .note("verify-then-act is not atomic across a network: the holder can pause between this check and the write");
+    }
+    if effects == 0 && kind != TokenKind::Monotonic {
+        finding = finding.note("no effect of the critical section is visible here; wherever the work happens, nothing can reject a stale holder");
+    }
+    out.push(finding.help(
+        "take the token from the grant and make the resource check it on every write: `UPDATE … SET …, fence = $1 WHERE id = $2 AND fence < $1` (and require `rows_affected() == 1`), an etcd txn with `Compare::create_revision(lock_key, CompareOp::Equal, rev)`, or object_store `PutMode::Update`; on Redis there is no token, so use a consensus-backed lock (etcd, ZooKeeper) for correctness",
+    ));
+}
+
+/// Where the acquisition's release happens in the same function.
+fn release_offset(ctx: &CheckCtx, a: &Event) -> Option<usize> {
+    ctx.model
+        .fn_events(a.func)
+        .filter(|e| e.role == Role::Release && e.span.start.offset > a.span.end.offset)
+        .find(|e| {
+            let same_key = matches!((&e.key, &a.key), (Some(k1), Some(k2)) if k1.norm == k2.norm);
+            same_key || a.binding.iter().any(|b| e.mentions.contains(b))
+        })
+        .map(|e| e.span.start.offset)
+}
+
+/// Names holding the token: the seeds and everything derived from them.
+fn taint(f: &FnModel, seeds: &[String], from: usize) -> BTreeSet<String> {
+    let mut t: BTreeSet<String> = seeds.iter().cloned().collect();
+    if t.is_empty() {
+        return t;
+    }
+    loop {
+        let before = t.len();
+        for l in f.lets.iter().filter(|l| l.offset >= from) {
+            if !l.mentions.is_disjoint(&t) {
+                t.extend(l.names.iter().cloned());
+            }
+        }
+        for asg in f.assigns.iter().filter(|x| x.offset >= from) {
+            if !asg.target.is_empty() && !asg.mentions.is_disjoint(&t) {
+                t.insert(asg.target.clone());
+            }
+        }
+        if t.len() == before {
+            return t;
+        }
+    }
+}
+
+/// Follows a call into a function of this file. Returns (effects seen,
+/// effects without the token).
+fn follow_call(
+    ctx: &CheckCtx,
+    call: &crate::model::CallSite,
+    tainted: &BTreeSet<String>,
+    kind: TokenKind,
+    depth: usize,
+    visited: &mut Vec<usize>,
+) -> (usize, usize) {
+    let Some(callee) = ctx.model.find_fn(&call.name) else {
+        return (0, 0);
+    };
+    if visited.contains(&callee) || depth > MAX_DEPTH {
+        return (0, 0);
+    }
+    visited.push(callee);
+    let g = &ctx.model.fns[callee];
+    // Map the call's arguments onto the callee's parameters.
+    let params: &[String] = if call.method && g.params.first().map(String::as_str) == Some("self") {
+        &g.params[1..]
+    } else {
+        &g.params
+    };
+    let mut seeds: Vec<String> = params
+        .iter()
+        .zip(&call.args)
+        .filter(|(_, arg)| !arg.is_disjoint(tainted))
+        .map(|(p, _)| p.clone())
+        .collect();
+    if call.method && !call.receiver.is_disjoint(tainted) {
+        seeds.push("self".to_string());
+    }
+    let inner = taint(g, &seeds, 0);
+    let mut effects = 0;
+    let mut unfenced = 0;
+    for e in ctx.model.fn_events(callee) {
+        match e.role {
+            Role::FencedEffect => effects += 1,
+            Role::Effect => {
+                effects += 1;
+                if kind != TokenKind::Monotonic || e.mentions.is_disjoint(&inner) {
+                    unfenced += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    for c in &g.calls {
+        let (n, u) = follow_call(ctx, c, &inner, kind, depth + 1, visited);
+        effects += n;
+        unfenced += u;
+    }
+    visited.pop();
+    (effects, unfenced)
+}

@@ -1,0 +1,80 @@
+//! `unowned-release`: a release that deletes the lock without verifying,
+//! atomically, that the caller still owns it.
+
+use super::common::{call_name, key_name, with_pack_notes, CheckCtx};
+use super::{CheckId, CheckInfo};
+use crate::finding::{Finding, Severity};
+use crate::model::Event;
+use crate::pack::Role;
+
+pub(super) const INFO: CheckInfo = CheckInfo {
+    id: CheckId::UnownedRelease,
+    severity: Severity::Error,
+    summary:
+        "a release deletes the lock without verifying, atomically, that the caller still owns it",
+    docs: include_str!("unowned_release.md"),
+    precision: "high",
+    tags: &["distributed-lock", "correctness"],
+    run: Some(run),
+};
+
+const HELP: &str = "delete only if the value still matches your token, in one step: a Lua compare-and-delete (`if redis.call(\"get\", KEYS[1]) == ARGV[1] then return redis.call(\"del\", KEYS[1]) end`), `con.del_ex(&key, ValueComparison::ifeq(&token))` (Redis 8.4+) or `DELIFEQ` (Valkey 9+)";
+
+/// The read of the same key whose result the condition around `e` compares.
+fn owner_read<'a>(ctx: &CheckCtx<'a>, e: &Event) -> Option<&'a Event> {
+    let key = e.key.as_ref()?;
+    let f = &ctx.model.fns[e.func];
+    ctx.model.fn_events(e.func).find(|r| {
+        r.role == Role::Read
+            && r.span.start.offset < e.span.start.offset
+            && r.key.as_ref().is_some_and(|k| k.norm == key.norm)
+            && e.guards.iter().any(|&g| {
+                let guard = &f.guards[g];
+                guard.events.contains(&r.id) || r.binding.iter().any(|b| guard.mentions.contains(b))
+            })
+    })
+}
+
+fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
+    for e in &ctx.model.events {
+        if !matches!(e.role, Role::Release | Role::Delete) {
+            continue;
+        }
+        let api = ctx.api(e);
+        if api.owner_checked != Some(false) {
+            continue;
+        }
+        // A plain DEL is only a release when it deletes a lock.
+        if e.role == Role::Delete && !e.lockish && ctx.acquisition_for(e).is_none() {
+            continue;
+        }
+        let key = key_name(e.key.as_ref());
+        let read = owner_read(ctx, e);
+        let message = match read {
+            Some(_) => format!(
+                "lock {key} is released by a read-compare and a separate delete: it can change hands between them"
+            ),
+            None => format!("lock {key} is deleted without checking that this caller still owns it"),
+        };
+        let mut f = ctx
+            .finding(CheckId::UnownedRelease, e, message)
+            .label(format!(
+                "`{}` deletes whoever holds the lock now",
+                call_name(api, e)
+            ));
+        if let Some(r) = read {
+            f = f.secondary(
+                r.span,
+                "the owner is checked here, one round trip before the delete",
+            );
+        }
+        if let Some(a) = ctx.acquisition_for(e) {
+            f = f.secondary(a.span, "the lock this release belongs to is acquired here");
+        }
+        if ctx.model.fns[e.func].in_drop {
+            f = f.note("this runs in `Drop`: on every drop, also long after the lease expired and another client took the lock");
+        }
+        f = f.note("if the lease expired while this holder worked, another client holds the lock now, and this release removes its lock");
+        out.push(with_pack_notes(f, api, HELP));
+    }
+}

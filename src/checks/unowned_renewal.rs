@@ -1,0 +1,62 @@
+//! `unowned-renewal`: a renewal that extends the lock without verifying,
+//! atomically, that the caller still owns it.
+
+use super::common::{call_name, key_name, with_pack_notes, CheckCtx};
+use super::{CheckId, CheckInfo};
+use crate::finding::{Finding, Severity};
+use crate::pack::Role;
+
+pub(super) const INFO: CheckInfo = CheckInfo {
+    id: CheckId::UnownedRenewal,
+    severity: Severity::Error,
+    summary:
+        "a renewal extends the lock without verifying, atomically, that the caller still owns it",
+    docs: include_str!("unowned_renewal.md"),
+    precision: "high",
+    tags: &["distributed-lock", "correctness"],
+    run: Some(run),
+};
+
+const HELP: &str = "extend only while the value still matches your token, in one step: a Lua compare-then-`pexpire` script, `SET key token IFEQ token PX ttl` (Redis 8.4+), or the library's owner-checked extend";
+
+fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
+    for e in &ctx.model.events {
+        if e.role != Role::Renew {
+            continue;
+        }
+        let api = ctx.api(e);
+        if api.owner_checked != Some(false) {
+            continue;
+        }
+        if !e.lockish && ctx.acquisition_for(e).is_none() {
+            continue;
+        }
+        // `SETNX` then `EXPIRE` in one function is a missing expiry, which
+        // `lock-without-expiry` reports; an expiry set right after the
+        // acquisition is not a renewal.
+        if ctx
+            .acquisition_for(e)
+            .is_some_and(|a| a.func == e.func && a.expiry == crate::model::ExpiryState::Missing)
+        {
+            continue;
+        }
+        let mut f = ctx
+            .finding(
+                CheckId::UnownedRenewal,
+                e,
+                format!(
+                    "lock {} is extended without checking that this caller still owns it",
+                    key_name(e.key.as_ref())
+                ),
+            )
+            .label(format!(
+                "`{}` extends whoever holds the lock now",
+                call_name(api, e)
+            ))
+            .note("after a pause past the lease, another client holds the lock: this renewal keeps *its* lock alive while this holder still believes it owns it");
+        if let Some(a) = ctx.acquisition_for(e) {
+            f = f.secondary(a.span, "acquired here");
+        }
+        out.push(with_pack_notes(f, api, HELP));
+    }
+}

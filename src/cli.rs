@@ -1,0 +1,148 @@
+//! The command line (clap derive). `check` is the default command:
+//! `lockaudit src/` is `lockaudit check src/`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::report::Format;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "lockaudit",
+    version,
+    about = "Audits how Rust code uses distributed locks",
+    long_about = "Audits how Rust code uses distributed locks: every acquisition must say why it exists \
+(`// lock-purpose: efficiency|correctness`), and each purpose is held to the mechanism it needs.",
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub check: CheckArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Audit PATHS (the default command)
+    Check(CheckArgs),
+    /// One row per lock: where, backend, key, purpose, expiry, token, release
+    Inventory(InventoryArgs),
+    /// List the checks with id, default severity and summary
+    Rules(RulesArgs),
+    /// Explain a check: why it matters, what an operator sees, bad and good code
+    Explain(ExplainArgs),
+    /// Write a starter lockaudit.yaml in the current directory
+    Init(InitArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    Error,
+    Warning,
+    Note,
+    Never,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Color {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Args, Default, Clone)]
+pub struct CommonArgs {
+    /// Config file (default: lockaudit.yaml or .lockaudit.yaml, from the first path up to the repository root)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Do not audit files matching GLOB (relative to the current directory); repeatable
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
+    /// Worker threads (default: all cores)
+    #[arg(long, short = 'j', value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Parse every file, even those that cannot mention a lock API (for testing the pre-filter)
+    #[arg(long, hide = true)]
+    pub no_prefilter: bool,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct CheckArgs {
+    /// Files or directories to audit
+    #[arg(value_name = "PATHS", default_value = ".")]
+    pub paths: Vec<PathBuf>,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+    /// Write the report to FILE (atomically) instead of standard output
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Exit 1 when a finding is at or above this severity
+    #[arg(long, value_enum, default_value_t = FailOn::Warning)]
+    pub fail_on: FailOn,
+    /// Report only findings whose fingerprint is not in FILE
+    #[arg(long, value_name = "FILE", conflicts_with = "write_baseline")]
+    pub baseline: Option<PathBuf>,
+    /// Record today's findings in FILE and exit 0
+    #[arg(long, value_name = "FILE")]
+    pub write_baseline: Option<PathBuf>,
+    /// Report only findings that are not present at git REF
+    #[arg(long, value_name = "REF")]
+    pub new_since: Option<String>,
+    /// Print findings only, no summary line
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Colour in human output
+    #[arg(long, value_enum, default_value_t = Color::Auto)]
+    pub color: Color,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum InventoryFormat {
+    Table,
+    Json,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct InventoryArgs {
+    /// Files or directories to list the locks of
+    #[arg(value_name = "PATHS", default_value = ".")]
+    pub paths: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value_t = InventoryFormat::Table)]
+    pub format: InventoryFormat,
+    /// Write the inventory to FILE (atomically)
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ListFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct RulesArgs {
+    #[arg(long, value_enum, default_value_t = ListFormat::Text)]
+    pub format: ListFormat,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct ExplainArgs {
+    /// A check id, e.g. unowned-release
+    pub check: String,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct InitArgs {
+    /// Overwrite an existing lockaudit.yaml
+    #[arg(long)]
+    pub force: bool,
+}

@@ -1,0 +1,228 @@
+//! Settings: the config file (`lockaudit.yaml` or `.lockaudit.yaml`, found
+//! from the first path upward to the repository root, or `--config`),
+//! validated into the values the engine uses. Every problem in the file is
+//! reported together with its line and column.
+
+mod raw;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use regex::Regex;
+
+use crate::checks::CheckId;
+use crate::diag::{Collector, YamlErrors};
+use crate::finding::{Purpose, Severity};
+use crate::yamlloc::Seg;
+use raw::RawConfig;
+
+pub const DEFAULT_LOCK_NAME_PATTERN: &str = "(?i)lock|mutex|leader|lease|semaphore";
+pub const CONFIG_NAMES: [&str; 2] = ["lockaudit.yaml", ".lockaudit.yaml"];
+
+/// Validated settings.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The config file, if one was found.
+    pub path: Option<PathBuf>,
+    /// The directory that relative paths in the config are relative to.
+    pub base: PathBuf,
+    pub rules: Vec<PathBuf>,
+    /// Per check: `None` when turned off; absent: the default severity.
+    pub checks: BTreeMap<CheckId, Option<Severity>>,
+    pub exclude: Vec<String>,
+    pub lock_name: Regex,
+    pub default_purpose: Option<Purpose>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            path: None,
+            base: PathBuf::from("."),
+            rules: Vec::new(),
+            checks: BTreeMap::new(),
+            exclude: Vec::new(),
+            lock_name: Regex::new(DEFAULT_LOCK_NAME_PATTERN).unwrap(),
+            default_purpose: None,
+        }
+    }
+}
+
+impl Settings {
+    /// The severity a check reports at, or `None` when it is off.
+    pub fn severity(&self, id: CheckId) -> Option<Severity> {
+        match self.checks.get(&id) {
+            Some(s) => *s,
+            None => Some(id.default_severity()),
+        }
+    }
+
+    pub fn enabled(&self, id: CheckId) -> bool {
+        self.severity(id).is_some()
+    }
+}
+
+/// Finds the config for `start` (a file or directory): upward to the
+/// directory that holds `.git`, or to the filesystem root outside a repo.
+pub fn discover(start: &Path) -> Option<PathBuf> {
+    let start = std::fs::canonicalize(start).ok()?;
+    let mut dir = if start.is_file() {
+        start.parent()?.to_path_buf()
+    } else {
+        start
+    };
+    loop {
+        for name in CONFIG_NAMES {
+            let candidate = dir.join(name);
+            if candidate.is_file() {
+                return Some(candidate);
+            }
+        }
+        if dir.join(".git").exists() {
+            return None;
+        }
+        dir = dir.parent()?.to_path_buf();
+    }
+}
+
+pub fn load(path: &Path, shown: &str) -> Result<Settings, YamlErrors> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => {
+            let mut c = Collector::new(shown, "");
+            c.at(&[], format!("cannot read config: {e}"), None);
+            return Err(c.finish("config").unwrap_err());
+        }
+    };
+    let base = path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let mut settings = parse(shown, &text, &base)?;
+    settings.path = Some(path.to_path_buf());
+    Ok(settings)
+}
+
+const HINT: &str = "the keys are `rules`, `checks`, `exclude`, `lock-name-pattern` and `default-purpose` (see the README)";
+
+pub fn parse(shown: &str, text: &str, base: &Path) -> Result<Settings, YamlErrors> {
+    let mut c = Collector::new(shown, text);
+    let raw: RawConfig = if text.trim().is_empty() {
+        RawConfig::default()
+    } else {
+        match yaml_serde::from_str(text) {
+            Ok(r) => r,
+            Err(e) => {
+                c.serde(&e, Some(HINT.to_string()));
+                return Err(c.finish("config").unwrap_err());
+            }
+        }
+    };
+    let mut settings = Settings {
+        base: base.to_path_buf(),
+        ..Settings::default()
+    };
+    for (i, r) in raw.rules.iter().enumerate() {
+        let p = base.join(r);
+        if !p.is_file() {
+            c.at(
+                &["rules".into(), Seg::Index(i)],
+                format!("rule pack `{r}` does not exist"),
+                Some("paths in `rules` are relative to the config file".into()),
+            );
+        }
+        settings.rules.push(p);
+    }
+    for (id, value) in &raw.checks {
+        let Some(check) = CheckId::parse(id) else {
+            c.at(
+                &["checks".into(), Seg::Key(id.clone())],
+                format!("unknown check id `{id}`"),
+                Some("`lockaudit rules` lists the check ids".into()),
+            );
+            continue;
+        };
+        let sev = match value.as_str() {
+            "error" => Some(Severity::Error),
+            "warning" => Some(Severity::Warning),
+            "note" => Some(Severity::Note),
+            "off" => None,
+            other => {
+                c.at(
+                    &["checks".into(), Seg::Key(id.clone())],
+                    format!("`{other}` is not a severity"),
+                    Some("write `error`, `warning`, `note` or `off`".into()),
+                );
+                continue;
+            }
+        };
+        settings.checks.insert(check, sev);
+    }
+    for (i, g) in raw.exclude.iter().enumerate() {
+        if let Err(e) = ignore::overrides::OverrideBuilder::new(base).add(&format!("!{g}")) {
+            c.at(
+                &["exclude".into(), Seg::Index(i)],
+                format!("invalid glob: {e}"),
+                None,
+            );
+        }
+    }
+    settings.exclude = raw.exclude.clone();
+    if let Some(p) = &raw.lock_name_pattern {
+        match Regex::new(p) {
+            Ok(r) => settings.lock_name = r,
+            Err(e) => c.at(
+                &["lock-name-pattern".into()],
+                format!(
+                    "invalid regex: {}",
+                    e.to_string().lines().last().unwrap_or("").trim()
+                ),
+                Some(format!("the default is `{DEFAULT_LOCK_NAME_PATTERN}`")),
+            ),
+        }
+    }
+    if let Some(p) = &raw.default_purpose {
+        settings.default_purpose = match p.as_str() {
+            "none" => None,
+            "efficiency" => Some(Purpose::Efficiency),
+            "correctness" => Some(Purpose::Correctness),
+            other => {
+                c.at(
+                    &["default-purpose".into()],
+                    format!("`{other}` is not a purpose"),
+                    Some("write `none`, `efficiency` or `correctness`".into()),
+                );
+                None
+            }
+        };
+    }
+    c.finish("config")?;
+    Ok(settings)
+}
+
+/// The starter config `lockaudit init` writes.
+pub const STARTER: &str = r#"# lockaudit configuration. Every key is optional.
+# yaml-language-server: $schema is not needed: unknown keys are errors.
+
+# Extra rule packs (your own lock wrapper, say), relative to this file.
+rules: []
+#  - tools/lockaudit/acme-locks.yaml
+
+# Severity per check: error | warning | note | off.
+checks: {}
+#  ignored-renewal-failure: error
+#  missing-purpose: warning
+
+# Files not to audit (globs, relative to this file). .gitignore, hidden
+# directories and target/ are skipped already.
+exclude: []
+#  - "vendor/**"
+
+# Keys, names and functions matching this regex are about locks. Plain
+# reads, writes and deletes of other keys (caches) are never flagged.
+lock-name-pattern: "(?i)lock|mutex|leader|lease|semaphore"
+
+# What an unannotated acquisition is held to: none | efficiency | correctness.
+# With correctness, the fencing and consensus checks apply to it too.
+default-purpose: none
+"#;

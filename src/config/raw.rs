@@ -1,0 +1,26 @@
+//! `lockaudit.yaml` exactly as written. Values stay strings here so that
+//! `config/mod.rs` can report a bad one at its own line and column.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawConfig {
+    /// Extra rule packs, relative to the config file.
+    #[serde(default)]
+    pub rules: Vec<String>,
+    /// Per check id: `error`, `warning`, `note` or `off`.
+    #[serde(default)]
+    pub checks: BTreeMap<String, String>,
+    /// Globs of files not to audit, relative to the config file.
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    /// Regex for keys, names and functions that are about locks.
+    #[serde(default)]
+    pub lock_name_pattern: Option<String>,
+    /// `none`, `efficiency` or `correctness`: what an unannotated acquisition is held to.
+    #[serde(default)]
+    pub default_purpose: Option<String>,
+}

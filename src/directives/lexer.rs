@@ -1,0 +1,319 @@
+//! One lexical pass over a file: finds every comment and classifies every
+//! line as blank, comment-only, attribute or code. syn throws comments away,
+//! so purpose annotations and suppressions are read from here.
+//!
+//! The scanner knows just enough Rust to never mistake the inside of a string,
+//! raw string, byte string or char literal for a comment, and it nests block
+//! comments as rustc does.
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Comment {
+    /// 1-based first and last line.
+    pub line: usize,
+    pub end_line: usize,
+    /// Byte range of the whole comment, delimiters included.
+    pub start: usize,
+    pub end: usize,
+    /// The comment's text without its delimiters.
+    pub text: String,
+    /// Code precedes the comment on its first line.
+    pub trailing: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LineInfo {
+    /// The line has code outside comments.
+    pub code: bool,
+    /// The line has (part of) a comment.
+    pub comment: bool,
+    /// The line's code starts with `#[` or `#![` (an attribute).
+    pub attribute: bool,
+}
+
+impl LineInfo {
+    pub fn is_blank(&self) -> bool {
+        !self.code && !self.comment
+    }
+}
+
+pub struct Lexed {
+    pub comments: Vec<Comment>,
+    /// Index 0 is line 1.
+    pub lines: Vec<LineInfo>,
+}
+
+impl Lexed {
+    pub fn line(&self, line: usize) -> LineInfo {
+        if line == 0 {
+            return LineInfo::default();
+        }
+        self.lines.get(line - 1).copied().unwrap_or_default()
+    }
+}
+
+pub fn lex(text: &str) -> Lexed {
+    let bytes = text.as_bytes();
+    let line_count = bytes.iter().filter(|b| **b == b'\n').count() + 1;
+    let mut lines = vec![LineInfo::default(); line_count];
+    let mut comments = Vec::new();
+    let mut line = 1usize;
+    let mut i = 0usize;
+    // Whether the current line has seen code yet, and whether that code began with '#'.
+    let mut code_started_with_hash: Option<bool> = None;
+
+    let mark_code = |lines: &mut Vec<LineInfo>, line: usize, first: &mut Option<bool>, b: u8| {
+        let info = &mut lines[line - 1];
+        if !info.code {
+            info.code = true;
+            *first = Some(b == b'#');
+        }
+    };
+
+    while i < bytes.len() {
+        let b = bytes[i];
+        match b {
+            b'\n' => {
+                code_started_with_hash = None;
+                line += 1;
+                i += 1;
+            }
+            b' ' | b'\t' | b'\r' => i += 1,
+            b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                let start = i;
+                let mut j = i;
+                while j < bytes.len() && bytes[j] != b'\n' {
+                    j += 1;
+                }
+                let body = &text[start + 2..j];
+                let body = body
+                    .strip_prefix('/')
+                    .or_else(|| body.strip_prefix('!'))
+                    .unwrap_or(body);
+                let trailing = lines[line - 1].code;
+                lines[line - 1].comment = true;
+                comments.push(Comment {
+                    line,
+                    end_line: line,
+                    start,
+                    end: j,
+                    text: body.to_string(),
+                    trailing,
+                });
+                i = j;
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                let start = i;
+                let first_line = line;
+                let trailing = lines[line - 1].code;
+                let mut depth = 0usize;
+                let mut j = i;
+                while j < bytes.len() {
+                    if bytes[j] == b'/' && bytes.get(j + 1) == Some(&b'*') {
+                        depth += 1;
+                        j += 2;
+                    } else if bytes[j] == b'*' && bytes.get(j + 1) == Some(&b'/') {
+                        depth -= 1;
+                        j += 2;
+                        if depth == 0 {
+                            break;
+                        }
+                    } else {
+                        if bytes[j] == b'\n' {
+                            lines[line - 1].comment = true;
+                            line += 1;
+                            code_started_with_hash = None;
+                        }
+                        j += 1;
+                    }
+                }
+                lines[line - 1].comment = true;
+                let inner_end = if depth == 0 { j - 2 } else { j };
+                let body = &text[(start + 2).min(inner_end)..inner_end];
+                let body = body
+                    .strip_prefix('*')
+                    .or_else(|| body.strip_prefix('!'))
+                    .unwrap_or(body);
+                comments.push(Comment {
+                    line: first_line,
+                    end_line: line,
+                    start,
+                    end: j,
+                    text: body.to_string(),
+                    trailing,
+                });
+                i = j;
+            }
+            b'"' => {
+                mark_code(&mut lines, line, &mut code_started_with_hash, b);
+                i = skip_string(bytes, i + 1, &mut line, &mut lines);
+            }
+            b'r' | b'b' | b'c' if starts_raw_string(bytes, i) => {
+                mark_code(&mut lines, line, &mut code_started_with_hash, b);
+                i = skip_raw_string(bytes, i, &mut line, &mut lines);
+            }
+            b'\'' => {
+                mark_code(&mut lines, line, &mut code_started_with_hash, b);
+                i = skip_char_or_lifetime(bytes, i);
+            }
+            _ => {
+                mark_code(&mut lines, line, &mut code_started_with_hash, b);
+                if b == b'#' {
+                    let next = bytes.get(i + 1).copied();
+                    let next2 = bytes.get(i + 2).copied();
+                    if lines[line - 1].code
+                        && code_started_with_hash == Some(true)
+                        && (next == Some(b'[') || (next == Some(b'!') && next2 == Some(b'[')))
+                    {
+                        lines[line - 1].attribute = true;
+                    }
+                }
+                // Identifiers and numbers are skipped as a unit, so the `r`
+                // or `b` inside a name never starts a string literal.
+                if b.is_ascii_alphanumeric() || b == b'_' {
+                    let mut j = i + 1;
+                    while j < bytes.len() && (bytes[j].is_ascii_alphanumeric() || bytes[j] == b'_')
+                    {
+                        j += 1;
+                    }
+                    i = j;
+                } else {
+                    i += 1;
+                }
+            }
+        }
+    }
+    Lexed { comments, lines }
+}
+
+fn skip_string(bytes: &[u8], mut i: usize, line: &mut usize, lines: &mut [LineInfo]) -> usize {
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'"' => return i + 1,
+            b'\n' => {
+                *line += 1;
+                if let Some(l) = lines.get_mut(*line - 1) {
+                    l.code = true;
+                }
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    i
+}
+
+fn starts_raw_string(bytes: &[u8], i: usize) -> bool {
+    let mut j = i;
+    if matches!(bytes.get(j), Some(b'b') | Some(b'c')) {
+        j += 1;
+    }
+    if bytes.get(j) != Some(&b'r') {
+        return false;
+    }
+    // Not a raw string when the `r` continues an identifier.
+    if i > 0 && (bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_') {
+        return false;
+    }
+    j += 1;
+    while bytes.get(j) == Some(&b'#') {
+        j += 1;
+    }
+    bytes.get(j) == Some(&b'"')
+}
+
+fn skip_raw_string(bytes: &[u8], i: usize, line: &mut usize, lines: &mut [LineInfo]) -> usize {
+    let mut j = i;
+    while bytes[j] != b'r' {
+        j += 1;
+    }
+    j += 1;
+    let mut hashes = 0;
+    while bytes.get(j) == Some(&b'#') {
+        hashes += 1;
+        j += 1;
+    }
+    j += 1; // opening quote
+    while j < bytes.len() {
+        if bytes[j] == b'\n' {
+            *line += 1;
+            if let Some(l) = lines.get_mut(*line - 1) {
+                l.code = true;
+            }
+        }
+        if bytes[j] == b'"'
+            && bytes[j + 1..]
+                .iter()
+                .take(hashes)
+                .filter(|b| **b == b'#')
+                .count()
+                == hashes
+        {
+            return j + 1 + hashes;
+        }
+        j += 1;
+    }
+    j
+}
+
+fn skip_char_or_lifetime(bytes: &[u8], i: usize) -> usize {
+    // 'a' or '\n' or '\u{..}' is a char; 'a (no closing quote soon) is a lifetime.
+    if bytes.get(i + 1) == Some(&b'\\') {
+        let mut j = i + 2;
+        while j < bytes.len() && j < i + 12 {
+            if bytes[j] == b'\'' {
+                return j + 1;
+            }
+            j += 1;
+        }
+        return i + 1;
+    }
+    // A char literal holds one UTF-8 scalar.
+    let mut j = i + 1;
+    if j < bytes.len() {
+        j += utf8_len(bytes[j]);
+        if bytes.get(j) == Some(&b'\'') {
+            return j + 1;
+        }
+    }
+    i + 1
+}
+
+fn utf8_len(b: u8) -> usize {
+    match b {
+        0xF0..=0xFF => 4,
+        0xE0..=0xEF => 3,
+        0xC0..=0xDF => 2,
+        _ => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comments_in_strings_are_not_comments() {
+        let l = lex("let a = \"// no\"; // yes\nlet b = r#\"/* no */\"#; /* yes */\n");
+        let texts: Vec<_> = l.comments.iter().map(|c| c.text.trim()).collect();
+        assert_eq!(texts, ["yes", "yes"]);
+        assert!(l.comments.iter().all(|c| c.trailing));
+    }
+
+    #[test]
+    fn nested_block_comments_and_lines() {
+        let l = lex("/* a /* b */ c */\n#[attr]\n\nfn x<'a>(c: char) { let q = '\"'; } // t\n");
+        assert_eq!(l.comments.len(), 2);
+        assert!(l.line(2).attribute);
+        assert!(l.line(3).is_blank());
+        assert!(l.comments[1].trailing);
+        assert_eq!(l.comments[1].text.trim(), "t");
+    }
+
+    #[test]
+    fn doc_comments_are_comments() {
+        let l = lex("/// lock-purpose: efficiency\nfn f() {}\n");
+        assert_eq!(l.comments[0].text.trim(), "lock-purpose: efficiency");
+        assert!(!l.comments[0].trailing);
+    }
+}

@@ -1,0 +1,144 @@
+//! What a check reports. Findings are plain owned data (`Send`), built on the
+//! worker thread that parsed the file and handed to the reporters.
+
+use serde::{Deserialize, Serialize};
+
+use crate::checks::CheckId;
+use crate::source::Span;
+
+/// How serious a finding is. Ordered: `Note < Warning < Error`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Note,
+    Warning,
+    Error,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Note => "note",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+/// Why a lock is taken (SPEC "Purpose annotation").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Purpose {
+    Efficiency,
+    Correctness,
+}
+
+impl Purpose {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Purpose::Efficiency => "efficiency",
+            Purpose::Correctness => "correctness",
+        }
+    }
+}
+
+/// A secondary place that explains a finding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Label {
+    pub span: Span,
+    pub message: String,
+}
+
+/// One reported problem.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub check: CheckId,
+    pub severity: Severity,
+    /// Path as printed: relative to the current directory, `/` separators.
+    pub path: String,
+    pub span: Span,
+    pub message: String,
+    /// Text under the primary span.
+    pub label: Option<String>,
+    pub labels: Vec<Label>,
+    pub help: Option<String>,
+    pub notes: Vec<String>,
+    pub backend: Option<String>,
+    pub purpose: Option<Purpose>,
+    /// Stable identity across unrelated edits (see `fingerprint.rs`).
+    pub fingerprint: String,
+    /// `Some(justification)` when an in-source suppression silences it.
+    pub suppressed: Option<String>,
+    /// The item (fn, impl method) the finding sits in, for fingerprints.
+    pub item: String,
+}
+
+impl Finding {
+    pub fn new(check: CheckId, span: Span, message: impl Into<String>) -> Finding {
+        Finding {
+            check,
+            severity: check.default_severity(),
+            path: String::new(),
+            span,
+            message: message.into(),
+            label: None,
+            labels: Vec::new(),
+            help: None,
+            notes: Vec::new(),
+            backend: None,
+            purpose: None,
+            fingerprint: String::new(),
+            suppressed: None,
+            item: String::new(),
+        }
+    }
+
+    pub fn label(mut self, text: impl Into<String>) -> Self {
+        self.label = Some(text.into());
+        self
+    }
+
+    pub fn secondary(mut self, span: Span, text: impl Into<String>) -> Self {
+        self.labels.push(Label {
+            span,
+            message: text.into(),
+        });
+        self
+    }
+
+    pub fn help(mut self, text: impl Into<String>) -> Self {
+        self.help = Some(text.into());
+        self
+    }
+
+    pub fn note(mut self, text: impl Into<String>) -> Self {
+        self.notes.push(text.into());
+        self
+    }
+
+    pub fn backend(mut self, backend: Option<&str>) -> Self {
+        self.backend = backend.map(str::to_string);
+        self
+    }
+
+    pub fn purpose(mut self, purpose: Option<Purpose>) -> Self {
+        self.purpose = purpose;
+        self
+    }
+
+    pub fn item(mut self, item: &str) -> Self {
+        self.item = item.to_string();
+        self
+    }
+
+    /// The order every reporter prints in: path, line, column, check.
+    pub fn sort_key(&self) -> (&str, usize, usize, &'static str, &str) {
+        (
+            &self.path,
+            self.span.start.line,
+            self.span.start.column,
+            self.check.as_str(),
+            &self.message,
+        )
+    }
+}

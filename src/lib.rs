@@ -1,0 +1,25 @@
+//! lockaudit: a static analyser that audits how Rust code uses distributed
+//! locks. Pipeline: `cli` → `config` + `pack` → `walk` → per file on a
+//! worker: `source`, syn, `directives`, `model::extract`, `checks` →
+//! `finding`s → `report`.
+
+pub mod app;
+pub mod baseline;
+pub mod checks;
+pub mod cli;
+pub mod config;
+pub mod diag;
+pub mod directives;
+pub mod engine;
+pub mod exit;
+pub mod finding;
+pub mod fingerprint;
+pub mod gitref;
+pub mod inventory;
+pub mod model;
+pub mod pack;
+pub mod prefilter;
+pub mod report;
+pub mod source;
+pub mod walk;
+pub mod yamlloc;

@@ -1,0 +1,184 @@
+//! The lock events of one file: what the checks read. Built once per file by
+//! `extract.rs`; no syn types survive into it.
+
+use std::collections::BTreeSet;
+
+use crate::finding::Purpose;
+use crate::pack::{ApiRef, Role};
+use crate::source::Span;
+
+/// How the value of an API call is used by the code around it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResultUse {
+    /// Thrown away: an expression statement, `let _ =`, `let _: () =`,
+    /// `.exec()`, `.query::<()>()`. `how` says which.
+    Discarded { how: String, propagated: bool },
+    /// The error is propagated with `?` but the value is dropped.
+    Propagated,
+    /// The failure is turned into success or nothing: `.ok()` dropped,
+    /// `.unwrap_or(true)`, `.unwrap_or_default()`, `if let Ok(..)` without
+    /// an `else`.
+    Swallowed { how: String },
+    /// Bound by `let` to a name.
+    Bound,
+    /// Inspected: a condition, a `match`, returned, passed on.
+    Inspected,
+}
+
+impl ResultUse {
+    pub fn is_bound_or_inspected(&self) -> bool {
+        matches!(self, ResultUse::Bound | ResultUse::Inspected)
+    }
+}
+
+/// What the code shows about an acquisition's time to live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExpiryState {
+    /// A TTL is set; the text of the value when it is visible.
+    Set(Option<String>),
+    /// The API sets no TTL here.
+    Missing,
+    /// The server attaches one on its own (with the pack's note).
+    Server(Option<String>),
+    /// Held by a database session or transaction.
+    Session,
+    /// The pack does not say.
+    Unknown,
+}
+
+/// The lock key of an event.
+#[derive(Debug, Clone)]
+pub struct Key {
+    /// Normalised: `&`, `.clone()`, `.as_str()`, `.to_string()` stripped, no spaces.
+    pub norm: String,
+    /// As written.
+    pub text: String,
+    pub span: Span,
+    /// A string literal's value, or the literal part of a `format!`.
+    pub literal: Option<String>,
+}
+
+/// One classified call.
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub id: usize,
+    pub api: ApiRef,
+    pub role: Role,
+    pub backend: String,
+    /// Index into [`FileModel::fns`].
+    pub func: usize,
+    /// The smallest span that shows the call (`set_nx(k, v)`, the whole
+    /// `cmd("SET")…` builder).
+    pub span: Span,
+    /// The whole chain expression.
+    pub chain_span: Span,
+    /// First line of the innermost statement holding the call.
+    pub stmt_line: usize,
+    pub key: Option<Key>,
+    /// Literal words of the call (upper case).
+    pub words: BTreeSet<String>,
+    /// Method names of the whole chain.
+    pub chain_methods: Vec<String>,
+    pub result: ResultUse,
+    /// Names bound by the `let` that holds the call.
+    pub binding: Vec<String>,
+    /// Identifiers mentioned anywhere in the chain (receiver and arguments).
+    pub mentions: BTreeSet<String>,
+    /// Identifiers in the arguments only (not the receiver).
+    pub arg_mentions: BTreeSet<String>,
+    pub expiry: ExpiryState,
+    /// Enclosing `if`/`match` conditions, innermost last.
+    pub guards: Vec<usize>,
+    /// The key, binding or enclosing function matches `lock-name-pattern`.
+    pub lockish: bool,
+    /// Text of the receiver expression.
+    pub receiver: String,
+    pub purpose: Option<Purpose>,
+}
+
+/// A condition that encloses code (`if c {..}`, `match s {..}`).
+#[derive(Debug, Clone)]
+pub struct Guard {
+    pub span: Span,
+    pub mentions: BTreeSet<String>,
+    /// Events inside the condition itself.
+    pub events: Vec<usize>,
+}
+
+/// `let names = init`.
+#[derive(Debug, Clone)]
+pub struct LetBinding {
+    pub names: Vec<String>,
+    pub mentions: BTreeSet<String>,
+    pub offset: usize,
+    /// The initialiser's text (normalised), for lock-name evidence.
+    pub init: String,
+}
+
+/// `target = value` or `target.field = value`.
+#[derive(Debug, Clone)]
+pub struct Assign {
+    pub target: String,
+    pub mentions: BTreeSet<String>,
+    pub offset: usize,
+}
+
+/// A call that may go to a function of this file.
+#[derive(Debug, Clone)]
+pub struct CallSite {
+    pub name: String,
+    pub method: bool,
+    pub args: Vec<BTreeSet<String>>,
+    pub receiver: BTreeSet<String>,
+    pub span: Span,
+    pub offset: usize,
+}
+
+/// A log or print macro and the identifiers it mentions.
+#[derive(Debug, Clone)]
+pub struct LogUse {
+    pub mentions: BTreeSet<String>,
+    pub span: Span,
+}
+
+/// A function or method body.
+#[derive(Debug, Clone, Default)]
+pub struct FnModel {
+    pub name: String,
+    /// `Type::name` for methods, `name` for free functions.
+    pub qualified: String,
+    pub span: Span,
+    /// First line that placement rules treat as the fn's start.
+    pub first_line: usize,
+    pub params: Vec<String>,
+    pub in_drop: bool,
+    pub events: Vec<usize>,
+    pub lets: Vec<LetBinding>,
+    pub assigns: Vec<Assign>,
+    pub calls: Vec<CallSite>,
+    pub logs: Vec<LogUse>,
+    pub guards: Vec<Guard>,
+}
+
+/// Everything the checks know about one file.
+#[derive(Debug, Default)]
+pub struct FileModel {
+    pub fns: Vec<FnModel>,
+    pub events: Vec<Event>,
+}
+
+impl FileModel {
+    pub fn fn_events(&self, f: usize) -> impl Iterator<Item = &Event> {
+        self.fns[f].events.iter().map(|&i| &self.events[i])
+    }
+
+    pub fn takes(&self) -> impl Iterator<Item = &Event> {
+        self.events
+            .iter()
+            .filter(|e| matches!(e.role, Role::Acquire | Role::TryAcquire))
+    }
+
+    pub fn find_fn(&self, name: &str) -> Option<usize> {
+        self.fns.iter().position(|f| f.name == name)
+    }
+}

@@ -1,0 +1,9 @@
+//! The model the checks read: lock events and the little data flow the
+//! fencing check needs, extracted once per file from the syntax tree and the
+//! rule packs.
+
+pub mod event;
+pub mod extract;
+pub mod keys;
+
+pub use event::*;

@@ -1,0 +1,317 @@
+//! `RawPack` → [`Pack`]: validation. Every problem in a pack is collected and
+//! reported together, each at its own line and column.
+
+use regex::Regex;
+
+use super::raw::{RawApi, RawExpiry, RawKey, RawMatch, RawPack};
+use super::{Api, Evidence, Expiry, ExpirySource, KeySpec, Matcher, Pack, Role, Token};
+use crate::diag::{Collector, YamlErrors};
+use crate::yamlloc::Seg;
+
+const SCHEMA_HINT: &str =
+    "rules/schema.json lists every field a pack accepts; the README documents the format";
+
+pub(super) fn compile(path: &str, text: &str, builtin: bool) -> Result<Pack, YamlErrors> {
+    let mut c = Collector::new(path, text);
+    let raw: RawPack = match yaml_serde::from_str(text) {
+        Ok(raw) => raw,
+        Err(e) => {
+            c.serde(&e, Some(SCHEMA_HINT.to_string()));
+            return Err(c.finish("rule pack").unwrap_err());
+        }
+    };
+    if raw.backend.trim().is_empty() {
+        c.at(
+            &["backend".into()],
+            "`backend` is empty",
+            Some("name the backend, e.g. `redis`".into()),
+        );
+    }
+    let mut apis = Vec::new();
+    let mut seen = std::collections::HashMap::new();
+    for (i, api) in raw.apis.iter().enumerate() {
+        let at = |f: &str| vec![Seg::from("apis"), Seg::Index(i), Seg::from(f)];
+        if let Some(prev) = seen.insert(api.id.clone(), i) {
+            c.at(
+                &at("id"),
+                format!("duplicate api id `{}` (also entry {})", api.id, prev + 1),
+                Some("ids must be unique within a pack".into()),
+            );
+        }
+        if let Some(api) = compile_api(&mut c, &raw, i, api) {
+            apis.push(api);
+        }
+    }
+    let text_only = raw.apis.iter().any(|a| {
+        let m = &a.matcher;
+        m.method.is_none() && m.function.is_none() && m.macro_name.is_none() && m.command.is_none()
+    });
+    if text_only && raw.trigger_words.is_empty() {
+        c.at(
+            &["apis".into()],
+            "an api is matched by its text alone, but the pack has no `trigger-words`",
+            Some("list in `trigger-words` the words any matching text must contain (e.g. `pg_advisory`), so the pre-filter never skips a file that could match".into()),
+        );
+    }
+    c.finish("rule pack")?;
+    Ok(Pack {
+        backend: raw.backend,
+        description: raw.description,
+        source: path.to_string(),
+        builtin,
+        crates: raw.crates,
+        consensus: raw.consensus,
+        consensus_note: raw.consensus_note,
+        trigger_words: raw.trigger_words,
+        apis,
+    })
+}
+
+fn compile_api(c: &mut Collector, pack: &RawPack, i: usize, raw: &RawApi) -> Option<Api> {
+    let base = vec![Seg::from("apis"), Seg::Index(i)];
+    let at = |rest: &[Seg]| {
+        let mut p = base.clone();
+        p.extend_from_slice(rest);
+        p
+    };
+    let before = c.problems.len();
+    if raw.id.trim().is_empty() {
+        c.at(&at(&["id".into()]), "`id` is empty", None);
+    }
+    let matcher = compile_match(c, &at(&["match".into()]), &raw.matcher);
+    let mut key = Vec::new();
+    for (k, spec) in raw.key.iter().enumerate() {
+        match compile_key(spec) {
+            Ok(s) => key.push(s),
+            Err(msg) => c.at(
+                &at(&["key".into(), Seg::Index(k)]),
+                msg,
+                Some(
+                    "write one of `arg: 0`, `method: arg` (with optional `nth`), `field: key`"
+                        .into(),
+                ),
+            ),
+        }
+    }
+    let expiry = raw
+        .expiry
+        .as_ref()
+        .and_then(|e| compile_expiry(c, &at(&["expiry".into()]), e));
+    let takes = matches!(raw.role, Role::Acquire | Role::TryAcquire);
+    if raw.token.is_some() && !takes {
+        c.at(
+            &at(&["token".into()]),
+            "`token` is only meaningful on an acquire or try-acquire api",
+            Some("move it to the api that grants the lock".into()),
+        );
+    }
+    if raw.expiry.is_some() && !(takes || raw.role == Role::Renew) {
+        c.at(
+            &at(&["expiry".into()]),
+            "`expiry` is only meaningful on an acquire, try-acquire or renew api",
+            None,
+        );
+    }
+    if c.problems.len() > before {
+        return None;
+    }
+    let mut discard = raw.discard_methods.clone();
+    discard.extend(pack.discard_methods.iter().cloned());
+    Some(Api {
+        id: raw.id.clone(),
+        library: raw.library.clone(),
+        role: raw.role,
+        matcher: matcher?,
+        key,
+        atomic: raw.atomic,
+        owner_checked: raw.owner_checked,
+        expiry,
+        token: raw.token.as_ref().map(|t| Token {
+            kind: t.kind,
+            accessors: t.accessors.clone(),
+            note: t.note.clone(),
+        }),
+        result: raw.result,
+        discard_methods: discard,
+        needs_lock_name: raw.needs_lock_name,
+        consensus: raw.consensus.unwrap_or(pack.consensus),
+        scope: raw.scope,
+        flaw: raw.flaw.clone(),
+        help: raw.help.clone(),
+    })
+}
+
+fn compile_match(c: &mut Collector, at: &[Seg], m: &RawMatch) -> Option<Matcher> {
+    let here = |f: &str| {
+        let mut p = at.to_vec();
+        p.push(Seg::from(f));
+        p
+    };
+    let anchors = [
+        m.method.is_some(),
+        m.function.is_some(),
+        m.macro_name.is_some(),
+        m.command.is_some(),
+    ]
+    .iter()
+    .filter(|b| **b)
+    .count();
+    let mut ok = true;
+    if anchors > 1 {
+        c.at(
+            at,
+            "a match names more than one of `method`, `function`, `macro`, `command`",
+            Some("a call is one of these; split it into two apis".into()),
+        );
+        ok = false;
+    }
+    if anchors == 0 && m.text.is_empty() {
+        c.at(
+            at,
+            "a match needs `method`, `function`, `macro`, `command` or `text`",
+            Some("say what the call looks like, e.g. `method: set_nx`".into()),
+        );
+        ok = false;
+    }
+    for (field, value) in [("method", &m.method), ("macro", &m.macro_name)] {
+        if let Some(v) = value {
+            if !is_ident(v) {
+                c.at(
+                    &here(field),
+                    format!("`{v}` is not a Rust identifier"),
+                    Some("write the bare name, e.g. `set_nx`, without `.` or `()`".into()),
+                );
+                ok = false;
+            }
+        }
+    }
+    let function = m.function.as_ref().map(|f| {
+        f.split("::")
+            .map(|s| s.trim().to_string())
+            .collect::<Vec<_>>()
+    });
+    if let Some(segs) = &function {
+        if segs.iter().any(|s| !is_ident(s)) {
+            c.at(
+                &here("function"),
+                format!(
+                    "`{}` is not a Rust path",
+                    m.function.as_deref().unwrap_or("")
+                ),
+                Some("write it as `Type::function` or `module::function`".into()),
+            );
+            ok = false;
+        }
+    }
+    let mut regexes = |field: &str, list: &[String]| -> Vec<Regex> {
+        let mut out = Vec::new();
+        for (i, pattern) in list.iter().enumerate() {
+            match Regex::new(pattern) {
+                Ok(r) => out.push(r),
+                Err(e) => {
+                    let mut p = here(field);
+                    p.push(Seg::Index(i));
+                    c.at(
+                        &p,
+                        format!("invalid regex: {}", first_line(&e.to_string())),
+                        Some("regex syntax: https://docs.rs/regex/latest/regex/#syntax".into()),
+                    );
+                    ok = false;
+                }
+            }
+        }
+        out
+    };
+    let text = regexes("text", &m.text);
+    let no_text = regexes("no-text", &m.no_text);
+    let receiver = match &m.receiver {
+        Some(p) => match Regex::new(p) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                c.at(
+                    &here("receiver"),
+                    format!("invalid regex: {}", first_line(&e.to_string())),
+                    None,
+                );
+                ok = false;
+                None
+            }
+        },
+        None => None,
+    };
+    let upper = |v: &[String]| v.iter().map(|w| w.to_uppercase()).collect::<Vec<_>>();
+    ok.then(|| Matcher {
+        method: m.method.clone(),
+        function,
+        macro_name: m.macro_name.clone(),
+        command: m.command.as_ref().map(|s| s.to_uppercase()),
+        args: m.args,
+        words: upper(&m.words),
+        any_words: upper(&m.any_words),
+        no_words: upper(&m.no_words),
+        chain: m.chain.clone(),
+        no_chain: m.no_chain.clone(),
+        text,
+        no_text,
+        receiver,
+        needs_crate: m.evidence.unwrap_or(Evidence::Crate) == Evidence::Crate,
+    })
+}
+
+fn compile_key(k: &RawKey) -> Result<KeySpec, String> {
+    match (k.arg, &k.method, &k.field) {
+        (Some(a), None, None) if k.nth.is_none() => Ok(KeySpec::Arg(a)),
+        (None, Some(m), None) => Ok(KeySpec::Method {
+            name: m.clone(),
+            nth: k.nth.unwrap_or(0),
+        }),
+        (None, None, Some(f)) if k.nth.is_none() => Ok(KeySpec::Field(f.clone())),
+        _ => Err(
+            "a key names exactly one of `arg`, `method` or `field` (`nth` goes with `method`)"
+                .into(),
+        ),
+    }
+}
+
+fn compile_expiry(c: &mut Collector, at: &[Seg], e: &RawExpiry) -> Option<Expiry> {
+    let missing = match e.from {
+        ExpirySource::Words if e.words.is_empty() => {
+            Some("`from: words` needs `words` (e.g. [EX, PX])")
+        }
+        ExpirySource::Arg if e.arg.is_none() => {
+            Some("`from: arg` needs `arg` (the argument index)")
+        }
+        ExpirySource::Field if e.field.is_none() => Some("`from: field` needs `field`"),
+        ExpirySource::Methods if e.methods.is_empty() => Some("`from: methods` needs `methods`"),
+        _ => None,
+    };
+    if let Some(msg) = missing {
+        let mut p = at.to_vec();
+        p.push(Seg::from("from"));
+        c.at(&p, msg, None);
+        return None;
+    }
+    Some(Expiry {
+        from: e.from,
+        words: e.words.iter().map(|w| w.to_uppercase()).collect(),
+        arg: e.arg,
+        field: e.field.clone(),
+        methods: e.methods.clone(),
+        note: e.note.clone(),
+    })
+}
+
+fn is_ident(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_alphabetic() || c == '_')
+        && chars.all(|c| c.is_alphanumeric() || c == '_')
+}
+
+fn first_line(s: &str) -> String {
+    s.lines()
+        .filter(|l| !l.trim().is_empty())
+        .last()
+        .unwrap_or(s)
+        .trim()
+        .to_string()
+}

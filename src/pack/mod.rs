@@ -1,0 +1,255 @@
+//! Rule packs: everything lockaudit knows about real lock client libraries.
+//! The engine knows no library by name; it asks the [`PackSet`] what a call
+//! chain is. Built-in packs are embedded from `rules/`; user packs come from
+//! the config's `rules:` list and are consulted first.
+
+pub mod builtin;
+mod compile;
+pub mod raw;
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+
+use regex::Regex;
+
+pub use raw::{Evidence, ExpirySource, ResultKind, Role, Scope, TokenKind};
+
+use crate::diag::YamlErrors;
+
+/// A validated rule pack.
+#[derive(Debug)]
+pub struct Pack {
+    pub backend: String,
+    pub description: String,
+    /// Where it came from: `rules/redis.yaml` or the user's path.
+    pub source: String,
+    pub builtin: bool,
+    pub crates: Vec<String>,
+    pub consensus: bool,
+    pub consensus_note: Option<String>,
+    pub trigger_words: Vec<String>,
+    pub apis: Vec<Api>,
+}
+
+/// A validated API shape.
+#[derive(Debug)]
+pub struct Api {
+    pub id: String,
+    pub library: Option<String>,
+    pub role: Role,
+    pub matcher: Matcher,
+    pub key: Vec<KeySpec>,
+    pub atomic: Option<bool>,
+    pub owner_checked: Option<bool>,
+    pub expiry: Option<Expiry>,
+    pub token: Option<Token>,
+    pub result: Option<ResultKind>,
+    /// The API's own and the pack's discard methods.
+    pub discard_methods: Vec<String>,
+    pub needs_lock_name: bool,
+    /// Resolved: the API's override or the pack's value.
+    pub consensus: bool,
+    pub scope: Option<Scope>,
+    pub flaw: Option<String>,
+    pub help: Option<String>,
+}
+
+#[derive(Debug, Default)]
+pub struct Matcher {
+    pub method: Option<String>,
+    /// Path segments, last segment last.
+    pub function: Option<Vec<String>>,
+    pub macro_name: Option<String>,
+    /// Upper case.
+    pub command: Option<String>,
+    pub args: Option<usize>,
+    /// Upper case.
+    pub words: Vec<String>,
+    pub any_words: Vec<String>,
+    pub no_words: Vec<String>,
+    pub chain: Vec<String>,
+    pub no_chain: Vec<String>,
+    pub text: Vec<Regex>,
+    pub no_text: Vec<Regex>,
+    pub receiver: Option<Regex>,
+    pub needs_crate: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeySpec {
+    Arg(usize),
+    Method { name: String, nth: usize },
+    Field(String),
+}
+
+#[derive(Debug)]
+pub struct Expiry {
+    pub from: ExpirySource,
+    pub words: Vec<String>,
+    pub arg: Option<usize>,
+    pub field: Option<String>,
+    pub methods: Vec<String>,
+    pub note: Option<String>,
+}
+
+#[derive(Debug)]
+pub struct Token {
+    pub kind: TokenKind,
+    pub accessors: Vec<String>,
+    pub note: Option<String>,
+}
+
+/// Identifies an API: (pack index, api index) in a [`PackSet`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ApiRef {
+    pub pack: usize,
+    pub api: usize,
+}
+
+/// Every loaded pack, indexed for the extractor.
+#[derive(Debug, Default)]
+pub struct PackSet {
+    pub packs: Vec<Pack>,
+    by_method: HashMap<String, Vec<ApiRef>>,
+    by_function: HashMap<String, Vec<ApiRef>>,
+    by_macro: HashMap<String, Vec<ApiRef>>,
+    by_command: HashMap<String, Vec<ApiRef>>,
+    text_only: Vec<ApiRef>,
+    /// Every crate name of every pack.
+    pub crate_names: BTreeSet<String>,
+}
+
+impl PackSet {
+    /// Loads user packs (first) and the built-in packs.
+    pub fn load(
+        user: &[std::path::PathBuf],
+        display_base: &Path,
+    ) -> Result<PackSet, Vec<YamlErrors>> {
+        let mut packs = Vec::new();
+        let mut errors = Vec::new();
+        for path in user {
+            let shown = crate::walk::display_path(path, display_base);
+            match std::fs::read_to_string(path) {
+                Ok(text) => match compile::compile(&shown, &text, false) {
+                    Ok(p) => packs.push(p),
+                    Err(e) => errors.push(e),
+                },
+                Err(e) => {
+                    let mut c = crate::diag::Collector::new(&shown, "");
+                    c.at(&[], format!("cannot read rule pack: {e}"), None);
+                    errors.extend(c.finish("rule pack").err());
+                }
+            }
+        }
+        for (name, text) in builtin::BUILTIN {
+            match compile::compile(&format!("rules/{name}"), text, true) {
+                Ok(p) => packs.push(p),
+                Err(e) => errors.push(e),
+            }
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        Ok(PackSet::from_packs(packs))
+    }
+
+    /// Compiles one pack from text (tests, fuzzing).
+    pub fn compile_one(path: &str, text: &str) -> Result<Pack, YamlErrors> {
+        compile::compile(path, text, false)
+    }
+
+    pub fn builtin() -> PackSet {
+        PackSet::load(&[], Path::new(".")).expect("built-in rule packs are valid")
+    }
+
+    pub fn from_packs(packs: Vec<Pack>) -> PackSet {
+        let mut set = PackSet {
+            packs,
+            ..PackSet::default()
+        };
+        for (pi, pack) in set.packs.iter().enumerate() {
+            set.crate_names.extend(pack.crates.iter().cloned());
+            for (ai, api) in pack.apis.iter().enumerate() {
+                let r = ApiRef { pack: pi, api: ai };
+                let m = &api.matcher;
+                if let Some(name) = &m.method {
+                    set.by_method.entry(name.clone()).or_default().push(r);
+                } else if let Some(segs) = &m.function {
+                    set.by_function
+                        .entry(segs.last().cloned().unwrap_or_default())
+                        .or_default()
+                        .push(r);
+                } else if let Some(name) = &m.macro_name {
+                    set.by_macro.entry(name.clone()).or_default().push(r);
+                } else if let Some(cmd) = &m.command {
+                    set.by_command.entry(cmd.clone()).or_default().push(r);
+                } else {
+                    set.text_only.push(r);
+                }
+            }
+        }
+        set
+    }
+
+    pub fn api(&self, r: ApiRef) -> &Api {
+        &self.packs[r.pack].apis[r.api]
+    }
+
+    pub fn pack(&self, r: ApiRef) -> &Pack {
+        &self.packs[r.pack]
+    }
+
+    pub fn by_method(&self, name: &str) -> &[ApiRef] {
+        self.by_method.get(name).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    pub fn by_function(&self, last: &str) -> &[ApiRef] {
+        self.by_function.get(last).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    pub fn by_macro(&self, name: &str) -> &[ApiRef] {
+        self.by_macro.get(name).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    pub fn by_command(&self, word: &str) -> &[ApiRef] {
+        self.by_command.get(word).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    pub fn text_only(&self) -> &[ApiRef] {
+        &self.text_only
+    }
+
+    /// Every word whose presence in a file's bytes could make a pack match:
+    /// the pre-filter's needles. Lower-cased; the pre-filter compares
+    /// case-insensitively.
+    pub fn trigger_words(&self) -> BTreeSet<String> {
+        let mut words = BTreeSet::new();
+        for pack in &self.packs {
+            words.extend(pack.crates.iter().map(|s| s.to_lowercase()));
+            words.extend(pack.trigger_words.iter().map(|s| s.to_lowercase()));
+            for api in &pack.apis {
+                let m = &api.matcher;
+                words.extend(m.method.iter().map(|s| s.to_lowercase()));
+                words.extend(
+                    m.function
+                        .iter()
+                        .filter_map(|f| f.last())
+                        .map(|s| s.to_lowercase()),
+                );
+                words.extend(m.macro_name.iter().map(|s| s.to_lowercase()));
+                words.extend(m.command.iter().map(|s| s.to_lowercase()));
+                // A text-only API (SQL, Lua) can only match through its words.
+                if m.method.is_none()
+                    && m.function.is_none()
+                    && m.macro_name.is_none()
+                    && m.command.is_none()
+                {
+                    words.extend(m.words.iter().map(|s| s.to_lowercase()));
+                    words.extend(m.any_words.iter().map(|s| s.to_lowercase()));
+                }
+            }
+        }
+        words.retain(|w| !w.is_empty());
+        words
+    }
+}

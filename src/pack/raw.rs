@@ -1,0 +1,307 @@
+//! The rule-pack file format, exactly as written in YAML. Every field is
+//! documented here; these doc comments become `rules/schema.json`. Nothing
+//! outside `pack/` sees these types: `compile.rs` validates them into
+//! [`super::Pack`].
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A rule pack: what lockaudit knows about one lock backend.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawPack {
+    /// Short backend name shown in findings and the inventory (`redis`, `etcd`).
+    pub backend: String,
+    /// One sentence on what the pack covers.
+    pub description: String,
+    /// Crate names (as written in `use` paths: `redis`, `etcd_client`). An
+    /// import or a path starting with one of them is evidence that a file
+    /// talks to this backend; APIs with `evidence: crate` need it.
+    #[serde(default)]
+    pub crates: Vec<String>,
+    /// Whether the backend keeps the lock record behind consensus (etcd,
+    /// ZooKeeper, Consul): false for single-node Redis and Redlock, whose
+    /// failover can grant one lock twice.
+    pub consensus: bool,
+    /// Why the backend lacks consensus; shown by `non-consensus-correctness-lock`.
+    #[serde(default)]
+    pub consensus_note: Option<String>,
+    /// Extra words that make a file worth parsing. Method names, function
+    /// names, macro names, command words and crate names of the APIs are
+    /// added automatically.
+    #[serde(default)]
+    pub trigger_words: Vec<String>,
+    /// Methods that throw a reply away (redis-rs `exec`, `exec_async`): an API
+    /// call chain ending in one discards its result. Applies to every API of
+    /// the pack, in addition to the API's own `discard-methods`.
+    #[serde(default)]
+    pub discard_methods: Vec<String>,
+    /// The API shapes, most specific first: the first matching entry wins.
+    pub apis: Vec<RawApi>,
+}
+
+/// One API shape and what it means.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawApi {
+    /// Unique id within the pack, e.g. `redis.set-nx-px`.
+    pub id: String,
+    /// The library the shape belongs to (`redis-rs`, `fred`, `rslock`).
+    #[serde(default)]
+    pub library: Option<String>,
+    /// What the call does to a lock.
+    pub role: Role,
+    /// How to recognise the call in source.
+    #[serde(rename = "match")]
+    pub matcher: RawMatch,
+    /// Where the lock key (name, resource) is; tried in order.
+    #[serde(default)]
+    pub key: Vec<RawKey>,
+    /// The acquire (or renewal) is one server-side check-and-set, so two
+    /// clients cannot both win.
+    #[serde(default)]
+    pub atomic: Option<bool>,
+    /// Release or renewal succeeds only if the caller still holds the lock,
+    /// checked in the same atomic step.
+    #[serde(default)]
+    pub owner_checked: Option<bool>,
+    /// How the acquisition gets a time to live.
+    #[serde(default)]
+    pub expiry: Option<RawExpiry>,
+    /// Whether the grant hands back a monotonic fencing token.
+    #[serde(default)]
+    pub token: Option<RawToken>,
+    /// What the call's result says.
+    #[serde(default)]
+    pub result: Option<ResultKind>,
+    /// Methods that, later in the same chain, discard the result (`execute`
+    /// on a `pg_try_advisory_lock` query drops the boolean).
+    #[serde(default)]
+    pub discard_methods: Vec<String>,
+    /// The shape is also used for data that is not a lock (GET, SET, DEL):
+    /// it only counts when the key, the binding or the enclosing function
+    /// matches `lock-name-pattern`.
+    #[serde(default)]
+    pub needs_lock_name: bool,
+    /// Overrides the pack's `consensus` for this API.
+    #[serde(default)]
+    pub consensus: Option<bool>,
+    /// The lock lives as long as a database session (or transaction): no TTL
+    /// is needed, but acquire and release must run on the same connection.
+    #[serde(default)]
+    pub scope: Option<Scope>,
+    /// A known flaw of this library, quoted in findings about it.
+    #[serde(default)]
+    pub flaw: Option<String>,
+    /// What to write instead, quoted in findings about this API.
+    #[serde(default)]
+    pub help: Option<String>,
+}
+
+/// What a call does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// Takes a lock and waits (or errors) until it has it.
+    Acquire,
+    /// Takes a lock if it is free; the result says whether it won.
+    TryAcquire,
+    /// Gives a lock back.
+    Release,
+    /// Extends a lock's lease or TTL.
+    Renew,
+    /// Reads a key that may be a lock (GET, EXISTS, a lease `get`).
+    Read,
+    /// Writes a key unconditionally (SET without NX, SETEX, a plain `put`).
+    Write,
+    /// Deletes a key (DEL, UNLINK, `delete_item`).
+    Delete,
+    /// Returns the fencing token of a grant (`Lease::token()`).
+    Token,
+    /// Mints a counter in a separate step (`INCR fence`): not a fencing token
+    /// when it happens after the grant.
+    Mint,
+    /// Asks whether the lock is still held (`is_held()`, `lease_state()`).
+    OwnershipCheck,
+    /// A write to a protected resource that checks nothing.
+    Effect,
+    /// A write that the resource checks against a version or token.
+    FencedEffect,
+}
+
+/// How to recognise a call. Every given field must match.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawMatch {
+    /// Method-call name: `set_nx` matches `con.set_nx(k, v)`.
+    #[serde(default)]
+    pub method: Option<String>,
+    /// Path call, matched on its last segments: `PgAdvisoryLock::new`
+    /// matches `sqlx::postgres::PgAdvisoryLock::new(..)`.
+    #[serde(default)]
+    pub function: Option<String>,
+    /// Macro name: `query` matches `sqlx::query!(..)`.
+    #[serde(default, rename = "macro")]
+    pub macro_name: Option<String>,
+    /// Redis command word (any case) as built by `cmd("SET")`,
+    /// `pipe().cmd("SET")` or `Cmd::new().arg("SET")`.
+    #[serde(default)]
+    pub command: Option<String>,
+    /// Exact number of arguments of the matched call.
+    #[serde(default)]
+    pub args: Option<usize>,
+    /// Words that must all appear in the call and the chain after it: string
+    /// literals (any case) and the last segment of paths such as
+    /// `SetExpiry::PX` or `PutMode::Update`.
+    #[serde(default)]
+    pub words: Vec<String>,
+    /// At least one of these words must appear.
+    #[serde(default)]
+    pub any_words: Vec<String>,
+    /// None of these words may appear.
+    #[serde(default)]
+    pub no_words: Vec<String>,
+    /// Methods that must all appear in the chain (builder steps such as
+    /// `condition_expression`).
+    #[serde(default)]
+    pub chain: Vec<String>,
+    /// Methods that must not appear in the chain.
+    #[serde(default)]
+    pub no_chain: Vec<String>,
+    /// Regexes that the chain's string text must all match: its string
+    /// literals, and the text of a `const`, `static` or `let` it names (SQL
+    /// statements, Lua scripts).
+    #[serde(default)]
+    pub text: Vec<String>,
+    /// Regexes that the chain's string text must not match.
+    #[serde(default)]
+    pub no_text: Vec<String>,
+    /// Regex the receiver expression must match (`(?i)lease|lock`).
+    #[serde(default)]
+    pub receiver: Option<String>,
+    /// What else must show the file is about this backend.
+    #[serde(default)]
+    pub evidence: Option<Evidence>,
+}
+
+/// Evidence required besides the call shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Evidence {
+    /// The file imports or names one of the pack's `crates` (the default).
+    Crate,
+    /// The shape alone is distinctive enough.
+    None,
+}
+
+/// Where the lock key is.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawKey {
+    /// Argument index (0-based) of the matched call.
+    #[serde(default)]
+    pub arg: Option<usize>,
+    /// A later method in the chain whose first argument is the key (`arg`
+    /// for `cmd("SET").arg(key)`, `key` for a script invocation, `bind`).
+    #[serde(default)]
+    pub method: Option<String>,
+    /// With `method`: which call of it (0-based), e.g. 2 for the key after
+    /// `EVAL`'s script and key count.
+    #[serde(default)]
+    pub nth: Option<usize>,
+    /// A struct-literal field in the arguments (`LockRequest { key, .. }`).
+    #[serde(default)]
+    pub field: Option<String>,
+}
+
+/// How an acquisition gets its time to live.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawExpiry {
+    /// Where the TTL comes from.
+    pub from: ExpirySource,
+    /// With `from: words`: any of these words sets a TTL (`EX`, `PX`).
+    #[serde(default)]
+    pub words: Vec<String>,
+    /// With `from: arg`: the argument (0-based) that holds the TTL; a literal
+    /// `None` there means no TTL.
+    #[serde(default)]
+    pub arg: Option<usize>,
+    /// With `from: field`: the struct-literal field that holds the TTL.
+    #[serde(default)]
+    pub field: Option<String>,
+    /// With `from: methods`: builder methods that set a TTL (`with_lease`, `ttl`).
+    #[serde(default)]
+    pub methods: Vec<String>,
+    /// Shown when the expiry needs explaining (etcd `lock(name, None)`).
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExpirySource {
+    /// A TTL word among the chain's words (`"PX"`, `SetExpiry::EX`).
+    Words,
+    /// An argument of the call.
+    Arg,
+    /// A struct-literal field.
+    Field,
+    /// A builder method in the chain.
+    Methods,
+    /// The server attaches a lease on its own.
+    Server,
+    /// Held by the database session or transaction; no TTL needed.
+    Session,
+    /// The API always sets one (library-managed lease).
+    Always,
+    /// The API never sets one.
+    Never,
+}
+
+/// Whether a grant carries a fencing token.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawToken {
+    pub kind: TokenKind,
+    /// Methods or fields on the grant that yield the token (`revision`,
+    /// `create_revision`, `rev`, `token`).
+    #[serde(default)]
+    pub accessors: Vec<String>,
+    /// Shown in fencing findings (what the value is, known flaws).
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum TokenKind {
+    /// Strictly increasing across successive holders: a fencing token.
+    Monotonic,
+    /// A random owner value: proves who holds the lock, orders nothing.
+    OwnerId,
+    /// Nothing comes back.
+    None,
+}
+
+/// What the call's result says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResultKind {
+    /// The value says whether the lock was won (SET NX reply, `Option`,
+    /// `bool`): it must be inspected, `?` alone is not enough.
+    SuccessFlag,
+    /// `Result` of a guard or response: `?` is enough, dropping the error is not.
+    Guard,
+    /// Nothing worth inspecting.
+    Unit,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scope {
+    /// Held by the database session (`pg_advisory_lock`, `GET_LOCK`).
+    Session,
+    /// Held until the transaction ends (`pg_advisory_xact_lock`).
+    Transaction,
+}

@@ -1,0 +1,55 @@
+//! `--format github`: GitHub Actions workflow commands, one per finding.
+
+use crate::finding::{Finding, Severity};
+
+/// Workflow-command property values escape `%`, CR, LF, `:` and `,`.
+fn escape_property(s: &str) -> String {
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+        .replace(':', "%3A")
+        .replace(',', "%2C")
+}
+
+/// Messages escape `%`, CR and LF.
+fn escape_data(s: &str) -> String {
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+pub fn render(findings: &[Finding]) -> String {
+    let mut out = String::new();
+    for f in findings.iter().filter(|f| f.suppressed.is_none()) {
+        let level = match f.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Note => "notice",
+        };
+        let mut message = f.message.clone();
+        if let Some(h) = &f.help {
+            message.push_str("\nhelp: ");
+            message.push_str(h);
+        }
+        out.push_str(&format!(
+            "::{level} file={},line={},col={},endLine={},endColumn={},title={}::{}\n",
+            escape_property(&f.path),
+            f.span.start.line,
+            f.span.start.column,
+            f.span.end.line,
+            f.span.end.column,
+            escape_property(&format!("lockaudit {}", f.check.as_str())),
+            escape_data(&message)
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn escapes() {
+        assert_eq!(super::escape_property("a:b,c%"), "a%3Ab%2Cc%25");
+        assert_eq!(super::escape_data("a\nb"), "a%0Ab");
+    }
+}

@@ -1,0 +1,247 @@
+//! `--format sarif`: SARIF 2.1.0 as GitHub code scanning ingests it and the
+//! SARIF Multitool validates it clean (`Sarif;Gh` rule kinds): every check in
+//! `rules[]`, relative URIs under `%SRCROOT%`, full 1-based regions,
+//! `partialFingerprints.primaryLocationLineHash`, and suppressed findings
+//! kept with an `inSource` suppression.
+
+use serde_json::{json, Value};
+
+use crate::checks::{CheckId, CHECKS};
+use crate::finding::{Finding, Severity};
+
+pub const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
+pub const INFORMATION_URI: &str = "https://github.com/lockaudit/lockaudit";
+
+fn level(s: Severity) -> &'static str {
+    match s {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Note => "note",
+    }
+}
+
+/// `missing-purpose` → `MissingPurpose`.
+pub fn pascal(id: &str) -> String {
+    id.split('-')
+        .map(|w| {
+            let mut c = w.chars();
+            match c.next() {
+                Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
+                None => String::new(),
+            }
+        })
+        .collect()
+}
+
+/// The first paragraph of `## What it does` in a check's docs.
+pub fn full_description(docs: &str) -> String {
+    let mut lines = docs
+        .lines()
+        .skip_while(|l| !l.starts_with("## What it does"))
+        .skip(1);
+    let mut para = Vec::new();
+    for l in lines.by_ref() {
+        if l.trim().is_empty() {
+            if para.is_empty() {
+                continue;
+            }
+            break;
+        }
+        if l.starts_with("## ") {
+            break;
+        }
+        para.push(l.trim());
+    }
+    let text = para.join(" ");
+    if text.chars().count() > 1000 {
+        text.chars().take(997).collect::<String>() + "..."
+    } else {
+        text
+    }
+}
+
+/// Markdown to plain text, good enough for `help.text`.
+fn plain(md: &str) -> String {
+    md.lines()
+        .filter(|l| !l.starts_with("```"))
+        .map(|l| l.trim_start_matches("## ").replace('`', ""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
+        None => String::new(),
+    }
+}
+
+pub fn rules() -> Vec<Value> {
+    CHECKS
+        .iter()
+        .map(|c| {
+            let id = c.id.as_str();
+            json!({
+                "id": id,
+                "name": pascal(id),
+                "shortDescription": { "text": capitalise(c.summary) + "." },
+                "fullDescription": { "text": full_description(c.docs) },
+                "help": {
+                    "text": plain(c.docs),
+                    "markdown": c.docs,
+                },
+                "helpUri": format!("{INFORMATION_URI}#{id}"),
+                "defaultConfiguration": { "level": level(c.severity) },
+                "properties": {
+                    "tags": c.tags,
+                    "precision": c.precision,
+                    "problem.severity": match c.severity {
+                        Severity::Error => "error",
+                        Severity::Warning => "warning",
+                        Severity::Note => "recommendation",
+                    },
+                },
+            })
+        })
+        .collect()
+}
+
+fn rule_index(id: CheckId) -> usize {
+    CHECKS.iter().position(|c| c.id == id).unwrap_or(0)
+}
+
+fn message_text(f: &Finding) -> String {
+    let mut m = capitalise(&f.message);
+    m.push('.');
+    if let Some(h) = &f.help {
+        m.push_str(" Help: ");
+        m.push_str(h);
+    }
+    m
+}
+
+fn region(f: &Finding) -> Value {
+    let end_line = f.span.end.line.max(f.span.start.line);
+    let mut end_column = f.span.end.column;
+    if end_line == f.span.start.line && end_column <= f.span.start.column {
+        end_column = f.span.start.column + 1;
+    }
+    json!({
+        "startLine": f.span.start.line.max(1),
+        "startColumn": f.span.start.column.max(1),
+        "endLine": end_line.max(1),
+        "endColumn": end_column.max(1),
+    })
+}
+
+pub fn render(findings: &[Finding]) -> String {
+    render_with_root(findings, &root_uri())
+}
+
+fn root_uri() -> String {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let mut s = cwd.to_string_lossy().replace('\\', "/");
+    if !s.starts_with('/') {
+        s.insert(0, '/');
+    }
+    if !s.ends_with('/') {
+        s.push('/');
+    }
+    format!("file://{}", percent_encode_path(&s))
+}
+
+fn percent_encode_path(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
+                out.push(b as char)
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+pub fn render_with_root(findings: &[Finding], root: &str) -> String {
+    let results: Vec<Value> = findings
+        .iter()
+        .map(|f| {
+            let mut r = json!({
+                "ruleId": f.check.as_str(),
+                "ruleIndex": rule_index(f.check),
+                "level": level(f.severity),
+                "message": { "text": message_text(f) },
+                "locations": [{
+                    "physicalLocation": {
+                        "artifactLocation": {
+                            "uri": percent_encode_path(&f.path),
+                            "uriBaseId": "%SRCROOT%",
+                        },
+                        "region": region(f),
+                    }
+                }],
+                "partialFingerprints": {
+                    "primaryLocationLineHash": format!("{}:1", f.fingerprint),
+                },
+            });
+            if !f.labels.is_empty() {
+                r["relatedLocations"] = Value::Array(
+                    f.labels
+                        .iter()
+                        .enumerate()
+                        .map(|(i, l)| {
+                            let lf = Finding {
+                                span: l.span,
+                                ..f.clone()
+                            };
+                            json!({
+                                "id": i + 1,
+                                "physicalLocation": {
+                                    "artifactLocation": {
+                                        "uri": percent_encode_path(&f.path),
+                                        "uriBaseId": "%SRCROOT%",
+                                    },
+                                    "region": region(&lf),
+                                },
+                                "message": { "text": capitalise(&l.message) + "." },
+                            })
+                        })
+                        .collect(),
+                );
+            }
+            if let Some(j) = &f.suppressed {
+                let mut s = json!({ "kind": "inSource", "status": "accepted" });
+                if !j.is_empty() {
+                    s["justification"] = Value::String(j.clone());
+                }
+                r["suppressions"] = json!([s]);
+            }
+            r
+        })
+        .collect();
+    let log = json!({
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {
+                "driver": {
+                    "name": "lockaudit",
+                    "semanticVersion": env!("CARGO_PKG_VERSION"),
+                    "informationUri": INFORMATION_URI,
+                    "rules": rules(),
+                }
+            },
+            "originalUriBaseIds": {
+                "%SRCROOT%": { "uri": root }
+            },
+            "columnKind": "unicodeCodePoints",
+            "results": results,
+            "invocations": [{ "executionSuccessful": true }],
+        }]
+    });
+    let mut s = serde_json::to_string_pretty(&log).expect("sarif serializes");
+    s.push('\n');
+    s
+}

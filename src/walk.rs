@@ -1,0 +1,155 @@
+//! File discovery with the `ignore` crate (ripgrep's walker): `.gitignore`,
+//! hidden directories, `target/`, exclude globs; symlinks are not followed
+//! (so no loops), FIFOs and devices are skipped. A file named on the command
+//! line is audited even if ignored.
+
+use std::path::{Path, PathBuf};
+
+use ignore::overrides::{Override, OverrideBuilder};
+use ignore::WalkBuilder;
+
+/// A problem that stops the run (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum WalkError {
+    #[error("{0}: no such file or directory")]
+    Missing(String),
+    #[error("invalid --exclude glob `{0}`: {1}")]
+    Glob(String, String),
+}
+
+/// Excludes: from the config (relative to its directory) and the command
+/// line (relative to the current directory).
+pub struct Excludes {
+    sets: Vec<Override>,
+}
+
+impl Excludes {
+    pub fn new(groups: &[(&Path, &[String])]) -> Result<Excludes, WalkError> {
+        let mut sets = Vec::new();
+        for (base, globs) in groups {
+            if globs.is_empty() {
+                continue;
+            }
+            let mut b = OverrideBuilder::new(base);
+            for g in *globs {
+                b.add(&format!("!{g}"))
+                    .map_err(|e| WalkError::Glob(g.clone(), e.to_string()))?;
+            }
+            sets.push(
+                b.build()
+                    .map_err(|e| WalkError::Glob(String::new(), e.to_string()))?,
+            );
+        }
+        Ok(Excludes { sets })
+    }
+
+    fn excluded(&self, path: &Path, is_dir: bool) -> bool {
+        let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        self.sets
+            .iter()
+            .any(|o| o.matched(path, is_dir).is_ignore() || o.matched(&abs, is_dir).is_ignore())
+    }
+}
+
+/// Every `.rs` file under `paths`, sorted, each once. Notes about skipped
+/// entries go to `notes`.
+pub fn collect(
+    paths: &[PathBuf],
+    excludes: &Excludes,
+    notes: &mut Vec<String>,
+) -> Result<Vec<PathBuf>, WalkError> {
+    let mut out = Vec::new();
+    for p in paths {
+        let meta = std::fs::metadata(p).map_err(|_| WalkError::Missing(p.display().to_string()))?;
+        if meta.is_file() {
+            out.push(p.clone());
+            continue;
+        }
+        if !meta.is_dir() {
+            notes.push(format!(
+                "{}: not a regular file or directory, skipped",
+                p.display()
+            ));
+            continue;
+        }
+        let walker = WalkBuilder::new(p)
+            .hidden(true)
+            .git_ignore(true)
+            .git_exclude(true)
+            .git_global(false)
+            .require_git(false)
+            .parents(true)
+            .ignore(true)
+            .follow_links(false)
+            .sort_by_file_name(|a, b| a.cmp(b))
+            .filter_entry(|e| {
+                !(e.depth() > 0
+                    && e.file_type().is_some_and(|t| t.is_dir())
+                    && e.file_name() == "target")
+            })
+            .build();
+        for entry in walker {
+            let entry = match entry {
+                Ok(e) => e,
+                Err(e) => {
+                    notes.push(format!("{e}"));
+                    continue;
+                }
+            };
+            let Some(ft) = entry.file_type() else {
+                continue;
+            };
+            if !ft.is_file() {
+                continue;
+            }
+            let path = entry.path();
+            if path.extension().and_then(|e| e.to_str()) != Some("rs") {
+                continue;
+            }
+            if excludes.excluded(path, false) || ancestors_excluded(path, p, excludes) {
+                continue;
+            }
+            out.push(path.to_path_buf());
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+fn ancestors_excluded(path: &Path, root: &Path, ex: &Excludes) -> bool {
+    if ex.sets.is_empty() {
+        return false;
+    }
+    let mut cur = path.parent();
+    while let Some(dir) = cur {
+        if dir == root || dir.as_os_str().is_empty() {
+            break;
+        }
+        if ex.excluded(dir, true) {
+            return true;
+        }
+        cur = dir.parent();
+    }
+    false
+}
+
+/// A path as printed: relative to `base` (the current directory) when it is
+/// under it, with `/` separators, without a leading `./`.
+pub fn display_path(path: &Path, base: &Path) -> String {
+    let rel = if path.is_absolute() {
+        let base_abs = std::fs::canonicalize(base).unwrap_or_else(|_| base.to_path_buf());
+        path.strip_prefix(&base_abs)
+            .or_else(|_| path.strip_prefix(base))
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|_| path.to_path_buf())
+    } else {
+        path.to_path_buf()
+    };
+    let s = rel.to_string_lossy().replace('\\', "/");
+    let mut s = s.as_str();
+    while let Some(rest) = s.strip_prefix("./") {
+        s = rest;
+    }
+    s.to_string()
+}
