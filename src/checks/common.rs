@@ -105,12 +105,14 @@ pub fn call_name(api: &Api, e: &Event) -> String {
     if let Some(mac) = &m.macro_name {
         return format!("{mac}!(..)");
     }
-    match e.role {
-        Role::Release | Role::Delete => "this script".to_string(),
-        _ => api
-            .library
+    if api.id.contains("lua") {
+        "the Lua script".to_string()
+    } else if api.id.contains("sql") {
+        "the SQL statement".to_string()
+    } else {
+        api.library
             .clone()
-            .unwrap_or_else(|| "this call".to_string()),
+            .unwrap_or_else(|| "this call".to_string())
     }
 }
 
@@ -136,4 +138,12 @@ pub fn with_pack_notes(mut f: Finding, api: &Api, default_help: &str) -> Finding
         f = f.note(format!("known flaw: {flaw}"));
     }
     f.help(api.help.clone().unwrap_or_else(|| default_help.to_string()))
+}
+
+/// An expiry set right after an acquisition that had none (`SETNX` then
+/// `EXPIRE`): `lock-without-expiry` reports the pair, so the renewal checks
+/// leave it alone.
+pub fn completes_missing_expiry(ctx: &CheckCtx, e: &Event) -> bool {
+    ctx.acquisition_for(e)
+        .is_some_and(|a| a.func == e.func && a.expiry == crate::model::ExpiryState::Missing)
 }

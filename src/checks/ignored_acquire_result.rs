@@ -27,13 +27,13 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
         let how = match &e.result {
             ResultUse::Discarded { how, propagated } if flag || !propagated => how.clone(),
             ResultUse::Propagated if flag => {
-                "`?` only checks for an error: the reply that says whether the lock was won is dropped".to_string()
+                "the reply is dropped (`?` only checks for an error)".to_string()
             }
             ResultUse::Swallowed { how } => how.clone(),
             _ => continue,
         };
         let what = if flag {
-            "whether the lock was won"
+            "whether it won the lock"
         } else {
             "whether the acquire failed"
         };
@@ -42,11 +42,11 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
                 CheckId::IgnoredAcquireResult,
                 e,
                 format!(
-                    "the result of acquiring {} is discarded: the code cannot know {what}",
+                    "{how}, so the code cannot know {what} on {}",
                     key_name(e.key.as_ref())
                 ),
             )
-            .label(format!("`{}`: {how}", call_name(api, e)))
+            .label(format!("`{}` reports whether the lock was taken", call_name(api, e)))
             .note("when another client holds the lock, this code carries on as if it held it: two holders")
             .help(format!(
                 "bind the reply and stop when the lock was not won, e.g. `let won: bool = con.set_nx(..)?; if !won {{ return Ok(()) }}`{}",

@@ -1,7 +1,7 @@
 //! `ignored-renewal-failure`: a renewal whose result is discarded or whose
 //! error is swallowed, so the holder keeps working after losing the lock.
 
-use super::common::{call_name, CheckCtx};
+use super::common::{call_name, completes_missing_expiry, CheckCtx};
 use super::{CheckId, CheckInfo};
 use crate::finding::{Finding, Severity};
 use crate::model::ResultUse;
@@ -23,14 +23,14 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
             continue;
         }
         let api = ctx.api(e);
-        if api.result == Some(ResultKind::Unit) {
+        if api.result == Some(ResultKind::Unit) || completes_missing_expiry(ctx, e) {
             continue;
         }
         let flag = api.result == Some(ResultKind::SuccessFlag);
         let how = match &e.result {
             ResultUse::Discarded { how, propagated } if flag || !propagated => how.clone(),
             ResultUse::Propagated if flag => {
-                "`?` only checks for an error: the reply that says whether the lease was extended is dropped".to_string()
+                "the reply is dropped (`?` only checks for an error)".to_string()
             }
             ResultUse::Swallowed { how } => how.clone(),
             _ => continue,
@@ -39,9 +39,9 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
             ctx.finding(
                 CheckId::IgnoredRenewalFailure,
                 e,
-                format!("the result of renewal `{}` is ignored: a holder that lost the lock keeps working", call_name(api, e)),
+                format!("{how}, so a holder whose renewal failed keeps working without the lock"),
             )
-            .label(how)
+            .label(format!("`{}` renews the lease here", call_name(api, e)))
             .note("a failed renewal means the lease may expire and another client may take the lock while this one still acts")
             .help("check the renewal and stop the protected work when it fails (cancel the task, return an error), then re-acquire before resuming"),
         );

@@ -1,7 +1,7 @@
 //! `unowned-renewal`: a renewal that extends the lock without verifying,
 //! atomically, that the caller still owns it.
 
-use super::common::{call_name, key_name, with_pack_notes, CheckCtx};
+use super::common::{call_name, completes_missing_expiry, key_name, with_pack_notes, CheckCtx};
 use super::{CheckId, CheckInfo};
 use crate::finding::{Finding, Severity};
 use crate::pack::Role;
@@ -34,10 +34,7 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
         // `SETNX` then `EXPIRE` in one function is a missing expiry, which
         // `lock-without-expiry` reports; an expiry set right after the
         // acquisition is not a renewal.
-        if ctx
-            .acquisition_for(e)
-            .is_some_and(|a| a.func == e.func && a.expiry == crate::model::ExpiryState::Missing)
-        {
+        if completes_missing_expiry(ctx, e) {
             continue;
         }
         let mut f = ctx

@@ -130,7 +130,7 @@ fn run<'ast>(cx: &Cx<'_, 'ast>, fns: &[FnItem<'ast>], detail: bool) -> FileModel
             model: &mut model,
             dead: &mut dead,
             f,
-            fn_lockish: cx.lock_name.is_match(&item.name),
+            fn_lockish: cx.lock_name.is_match(&item.qualified),
             locals: HashMap::new(),
             var_events: HashMap::new(),
             guards: Vec::new(),
@@ -1026,24 +1026,32 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             }
         }
         let mut matched: Vec<(usize, ApiRef, usize)> = Vec::new(); // (anchor, api, window end)
-                                                                   // Text APIs (SQL and Lua) first: a script or statement says more
-                                                                   // than the generic method that runs it (`execute`, `invoke`).
-        if !packs.text_only().is_empty() {
+                                                                   // Anchored shapes (a method, function, macro or command) first,
+                                                                   // right to left so each anchor's window ends where the next matched
+                                                                   // anchor begins (a pipeline holds several commands).
+        let mut end = n;
+        for (anchor, cands) in anchors.iter().rev() {
+            let from = if *anchor == usize::MAX { 0 } else { *anchor };
+            let view = View::new(self, chain, *anchor, from, end);
+            if let Some(api) = self.first_match(cands, &view) {
+                matched.push((*anchor, api, end));
+                end = from;
+            }
+        }
+        // A script or SQL statement says more than the generic method that
+        // runs it (`execute`, `invoke`): text shapes win over effects.
+        let only_effects = matched.iter().all(|(_, r, _)| {
+            matches!(
+                packs.api(*r).role,
+                crate::pack::Role::Effect | crate::pack::Role::FencedEffect
+            )
+        });
+        if only_effects && !packs.text_only().is_empty() {
             let view = View::new(self, chain, usize::MAX, 0, n);
             if !view.texts.is_empty() {
                 if let Some(api) = self.first_match(packs.text_only(), &view) {
+                    matched.clear();
                     matched.push((usize::MAX, api, n));
-                }
-            }
-        }
-        if matched.is_empty() {
-            let mut end = n;
-            for (anchor, cands) in anchors.iter().rev() {
-                let from = if *anchor == usize::MAX { 0 } else { *anchor };
-                let view = View::new(self, chain, *anchor, from, end);
-                if let Some(api) = self.first_match(cands, &view) {
-                    matched.push((*anchor, api, end));
-                    end = from;
                 }
             }
         }

@@ -92,11 +92,7 @@ pub fn render_one(f: &Finding, text: &str, opts: &Options) -> String {
     }
     let r = Rendered {
         f,
-        src: NamedSource::new(
-            format!("{}:{}:{}", f.path, f.span.start.line, f.span.start.column),
-            text.to_string(),
-        )
-        .with_language("Rust"),
+        src: NamedSource::new(f.path.clone(), text.to_string()).with_language("Rust"),
         help,
     };
     let theme = if opts.color {
