@@ -33,3 +33,11 @@ impl Directives {
         }
     }
 }
+
+/// Whether a directive starting at `start` is quoted in backticks (possibly
+/// with its `//` inside them): prose about directives, not a directive.
+pub(crate) fn in_backticks(text: &str, start: usize) -> bool {
+    text[..start]
+        .trim_end_matches(|c: char| c == '/' || c == '*' || c.is_whitespace())
+        .ends_with('`')
+}

@@ -38,6 +38,11 @@ pub(super) fn parse(index: usize, c: &Comment, text: &str) -> Vec<Annotation> {
     let body_offset = comment_body_offset(c, text);
     ANNOTATION
         .captures_iter(&c.text)
+        // `lock-purpose:` in backticks is prose about annotations, not one.
+        .filter(|caps| {
+            let start = caps.get(0).unwrap().start();
+            !super::in_backticks(&c.text, start)
+        })
         .map(|caps| {
             let whole = caps.get(0).unwrap();
             let word = caps.get(1).unwrap().as_str();

@@ -41,6 +41,8 @@ pub(super) fn parse(c: &Comment, text: &str) -> Vec<Suppression> {
     let base = super::purpose::comment_body_offset(c, text);
     SUPPRESSION
         .captures_iter(&c.text)
+        // `lockaudit: allow(..)` in backticks is prose about suppressions.
+        .filter(|caps| !super::in_backticks(&c.text, caps.get(0).unwrap().start()))
         .map(|caps| {
             let whole = caps.get(0).unwrap();
             let file_level = caps[1].eq_ignore_ascii_case("allow-file");
