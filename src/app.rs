@@ -18,6 +18,7 @@ use crate::engine::{Engine, FileOutcome};
 use crate::exit::ExitStatus;
 use crate::finding::{Finding, Severity};
 use crate::inventory::LockRow;
+use crate::model::resolve::CrateResolver;
 use crate::pack::PackSet;
 use crate::prefilter::Prefilter;
 use crate::report::{self, Summary};
@@ -157,11 +158,13 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
     let prefilter = p
         .prefilter
         .then(|| Prefilter::new(&p.packs, &p.settings.lock_name));
+    let resolver = CrateResolver::new(&p.packs, &p.settings.lock_name, p.cwd.clone());
     let engine = Engine {
         packs: &p.packs,
         settings: &p.settings,
         prefilter: prefilter.as_ref(),
         only: None,
+        resolver: Some(&resolver),
     };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(p.jobs.unwrap_or(0))

@@ -26,6 +26,8 @@ pub struct Engine<'a> {
     pub prefilter: Option<&'a Prefilter>,
     /// Only these checks run (the fixture harness); `None`: all enabled.
     pub only: Option<&'a [CheckId]>,
+    /// Follows calls into other files of the crate for the fencing check.
+    pub resolver: Option<&'a dyn crate::model::resolve::FnResolver>,
 }
 
 /// One file's outcome.
@@ -140,6 +142,7 @@ impl Engine<'_> {
             self.packs,
             &Options {
                 lock_name: &self.settings.lock_name,
+                detail: false,
             },
         );
         drop(file);
@@ -152,6 +155,7 @@ impl Engine<'_> {
             purposes: &purposes,
             default_purpose: self.settings.default_purpose,
             lock_name: &self.settings.lock_name,
+            resolver: self.resolver,
         };
         let mut findings = Vec::new();
         for info in CHECKS {

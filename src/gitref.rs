@@ -87,6 +87,7 @@ pub fn fingerprints_at(
         settings: &p.settings,
         prefilter: prefilter.as_ref(),
         only: None,
+        resolver: None,
     };
     let sets: Vec<Vec<String>> = blobs
         .par_iter()

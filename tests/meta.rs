@@ -103,6 +103,7 @@ fn messages_follow_the_convention() {
         settings: &settings,
         prefilter: None,
         only: None,
+        resolver: None,
     };
     let mut files = Vec::new();
     rs_files(&root().join("fixtures"), &mut files);
@@ -182,6 +183,7 @@ fn dogfood() {
         settings: &settings,
         prefilter: None,
         only: None,
+        resolver: None,
     };
     let mut files = Vec::new();
     rs_files(&root().join("src"), &mut files);

@@ -189,6 +189,7 @@ fn run(s: &Setup, rel: &str, bytes: &[u8], prefilter: bool) -> Vec<Finding> {
         settings: &s.settings,
         prefilter: pre.as_ref(),
         only: s.only.as_deref(),
+        resolver: None,
     };
     let mut f = engine.check_bytes(rel, bytes, false).findings;
     f.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
@@ -345,4 +346,39 @@ fn every_check_has_positive_and_negative_fixtures() {
         "checks without fixtures:\n{}",
         missing.join("\n")
     );
+}
+
+/// A correctness lock's effects in another file of the same crate are
+/// followed: the fenced helper is clean, the unfenced one is reported.
+#[test]
+fn helpers_in_other_files_of_the_crate_are_followed() {
+    use lockaudit::model::resolve::CrateResolver;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let rel = "fixtures/projects/fenced-crate/src/lib.rs";
+    let bytes = std::fs::read(root.join(rel)).unwrap();
+    let packs = PackSet::builtin();
+    let settings = Settings::default();
+    let resolver = CrateResolver::new(&packs, &settings.lock_name, root.to_path_buf());
+    let only = [CheckId::UnfencedCorrectnessLock];
+    let engine = Engine {
+        packs: &packs,
+        settings: &settings,
+        prefilter: None,
+        only: Some(&only),
+        resolver: Some(&resolver),
+    };
+    let found: Vec<String> = engine
+        .check_bytes(rel, &bytes, false)
+        .findings
+        .iter()
+        .map(describe)
+        .collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].starts_with("17:23:"), "{found:?}");
+    // Without the resolver, the helpers are unknown and nothing is reported.
+    let engine = Engine {
+        resolver: None,
+        ..engine
+    };
+    assert!(engine.check_bytes(rel, &bytes, false).findings.is_empty());
 }

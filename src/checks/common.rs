@@ -25,6 +25,8 @@ pub struct CheckCtx<'a> {
     pub purposes: &'a Purposes,
     pub default_purpose: Option<Purpose>,
     pub lock_name: &'a Regex,
+    /// Finds functions of the same crate in other files (fencing only).
+    pub resolver: Option<&'a dyn crate::model::resolve::FnResolver>,
 }
 
 impl<'a> CheckCtx<'a> {

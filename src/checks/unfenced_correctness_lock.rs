@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 use super::common::{call_name, key_name, CheckCtx};
 use super::{CheckId, CheckInfo};
 use crate::finding::{Finding, Purpose, Severity};
-use crate::model::{Event, FnModel};
+use crate::model::{Event, FileModel, FnModel};
 use crate::pack::{Role, TokenKind};
 use crate::source::Span;
 
@@ -85,12 +85,21 @@ fn check_one(ctx: &CheckCtx, a: &Event, out: &mut Vec<Finding>) {
             _ => {}
         }
     }
-    let mut visited = vec![a.func];
+    let mut visited = vec![(ctx.src.path.clone(), a.func)];
     for call in &f.calls {
         if !in_section(call.offset) {
             continue;
         }
-        let (n, inner) = follow_call(ctx, call, &tainted, kind, 1, &mut visited);
+        let (n, inner) = follow_call(
+            ctx,
+            ctx.model,
+            &ctx.src.path,
+            call,
+            &tainted,
+            kind,
+            1,
+            &mut visited,
+        );
         effects += n;
         if inner > 0 {
             unfenced.push(Unfenced {
@@ -220,24 +229,39 @@ fn taint(f: &FnModel, seeds: &[String], from: usize) -> BTreeSet<String> {
     }
 }
 
-/// Follows a call into a function of this file. Returns (effects seen,
-/// effects without the token).
+/// Follows a call into a function of this file, or of another file of the
+/// crate. Returns (effects seen, effects without the token).
+#[allow(clippy::too_many_arguments)]
 fn follow_call(
     ctx: &CheckCtx,
+    model: &FileModel,
+    path: &str,
     call: &crate::model::CallSite,
     tainted: &BTreeSet<String>,
     kind: TokenKind,
     depth: usize,
-    visited: &mut Vec<usize>,
+    visited: &mut Vec<(String, usize)>,
 ) -> (usize, usize) {
-    let Some(callee) = ctx.model.find_fn(&call.name) else {
-        return (0, 0);
-    };
-    if visited.contains(&callee) || depth > MAX_DEPTH {
+    if depth > MAX_DEPTH {
         return (0, 0);
     }
-    visited.push(callee);
-    let g = &ctx.model.fns[callee];
+    let remote;
+    let (m, callee, file): (&FileModel, usize, &str) = match model.find_fn(&call.name) {
+        Some(i) if call.local => (model, i, path),
+        _ if call.method => return (0, 0),
+        _ => match ctx.resolver.and_then(|r| r.resolve(path, &call.name)) {
+            Some(found) => {
+                remote = found;
+                (&*remote.0, remote.1, remote.2.as_str())
+            }
+            None => return (0, 0),
+        },
+    };
+    if visited.iter().any(|(p, i)| p == file && *i == callee) {
+        return (0, 0);
+    }
+    visited.push((file.to_string(), callee));
+    let g = &m.fns[callee];
     // Map the call's arguments onto the callee's parameters.
     let params: &[String] = if call.method && g.params.first().map(String::as_str) == Some("self") {
         &g.params[1..]
@@ -256,7 +280,7 @@ fn follow_call(
     let inner = taint(g, &seeds, 0);
     let mut effects = 0;
     let mut unfenced = 0;
-    for e in ctx.model.fn_events(callee) {
+    for e in m.fn_events(callee) {
         match e.role {
             Role::FencedEffect => effects += 1,
             Role::Effect => {
@@ -269,7 +293,7 @@ fn follow_call(
         }
     }
     for c in &g.calls {
-        let (n, u) = follow_call(ctx, c, &inner, kind, depth + 1, visited);
+        let (n, u) = follow_call(ctx, m, file, c, &inner, kind, depth + 1, visited);
         effects += n;
         unfenced += u;
     }

@@ -175,7 +175,12 @@ pub fn parse(shown: &str, text: &str, base: &Path) -> Result<Settings, YamlError
                 &["lock-name-pattern".into()],
                 format!(
                     "invalid regex: {}",
-                    e.to_string().lines().last().unwrap_or("").trim()
+                    e.to_string()
+                        .lines()
+                        .last()
+                        .unwrap_or("")
+                        .trim()
+                        .trim_start_matches("error: ")
                 ),
                 Some(format!("the default is `{DEFAULT_LOCK_NAME_PATTERN}`")),
             ),

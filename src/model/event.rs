@@ -132,6 +132,8 @@ pub struct CallSite {
     pub receiver: BTreeSet<String>,
     pub span: Span,
     pub offset: usize,
+    /// Defined in this file (else: a path call into another file of the crate).
+    pub local: bool,
 }
 
 /// A log or print macro and the identifiers it mentions.

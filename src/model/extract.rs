@@ -84,6 +84,9 @@ const OPAQUE_MACROS: &[&str] = &[
 
 pub struct Options<'a> {
     pub lock_name: &'a Regex,
+    /// Always run the detailed pass (lets, assignments, calls), even in a
+    /// file without lock events: a helper another file's lock calls into.
+    pub detail: bool,
 }
 
 pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Options) -> FileModel {
@@ -101,10 +104,11 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
             .cloned()
             .collect(),
         local_fns: index.fns.iter().map(|f| f.name.clone()).collect(),
+        modules: index.modules.iter().cloned().collect(),
         macros: &index.macros,
     };
-    let mut model = run(&cx, &index.fns, false);
-    if !model.events.is_empty() {
+    let mut model = run(&cx, &index.fns, opts.detail);
+    if !opts.detail && !model.events.is_empty() {
         model = run(&cx, &index.fns, true);
     }
     model
@@ -187,6 +191,8 @@ struct Cx<'a, 'ast> {
     /// Pack crates the file imports or names.
     crates: BTreeSet<String>,
     local_fns: HashSet<String>,
+    /// Modules this file declares (`mod store;`).
+    modules: HashSet<String>,
     macros: &'ast HashMap<usize, Vec<Expr>>,
 }
 
@@ -219,6 +225,7 @@ struct Index<'ast> {
     crates: BTreeSet<String>,
     macros: HashMap<usize, Vec<Expr>>,
     impl_stack: Vec<(String, bool)>,
+    modules: Vec<String>,
 }
 
 fn first_line(
@@ -320,6 +327,11 @@ impl<'ast> Visit<'ast> for Index<'ast> {
             });
         }
         visit::visit_trait_item_fn(self, i);
+    }
+
+    fn visit_item_mod(&mut self, i: &'ast syn::ItemMod) {
+        self.modules.push(i.ident.to_string());
+        visit::visit_item_mod(self, i);
     }
 
     fn visit_item_const(&mut self, i: &'ast syn::ItemConst) {
@@ -939,9 +951,18 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 .last()
                 .map(|s| s.ident.to_string())
                 .unwrap_or_default();
-            let local = path.segments.len() == 1
-                || (path.segments.len() == 2 && path.segments[0].ident == "Self");
-            if local && self.cx.local_fns.contains(&name) && chain.inherited == 0 {
+            let first = path.segments[0].ident.to_string();
+            let n = path.segments.len();
+            let this_file =
+                (n == 1 || (n == 2 && first == "Self")) && self.cx.local_fns.contains(&name);
+            // A function of this crate in another file: a bare name, or a
+            // path through `crate`, `self`, `super` or a module this file
+            // declares. Such calls are followed across files when a fencing
+            // question needs it.
+            let crate_path = n == 1
+                || matches!(first.as_str(), "crate" | "self" | "super" | "Self")
+                || self.cx.modules.contains(&first);
+            if (this_file || crate_path) && chain.inherited == 0 {
                 let span = self.cx.src.span_of(chain.root_expr.span());
                 self.model.fns[self.f].calls.push(CallSite {
                     name,
@@ -950,6 +971,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                     receiver: BTreeSet::new(),
                     span,
                     offset: span.start.offset,
+                    local: this_file,
                 });
             }
         }
@@ -964,6 +986,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                         mentions(chain.segs[i - 1].expr)
                     };
                     self.model.fns[self.f].calls.push(CallSite {
+                        local: true,
                         name: name.clone(),
                         method: true,
                         args: args.iter().map(|a| mentions(a)).collect(),

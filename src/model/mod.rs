@@ -5,5 +5,6 @@
 pub mod event;
 pub mod extract;
 pub mod keys;
+pub mod resolve;
 
 pub use event::*;

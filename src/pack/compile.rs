@@ -44,7 +44,11 @@ pub(super) fn compile(path: &str, text: &str, builtin: bool) -> Result<Pack, Yam
     }
     let text_only = raw.apis.iter().any(|a| {
         let m = &a.matcher;
-        m.method.is_none() && m.function.is_none() && m.macro_name.is_none() && m.command.is_none()
+        m.method.is_none()
+            && m.function.is_none()
+            && m.macro_name.is_none()
+            && m.command.is_none()
+            && !m.text.is_empty()
     });
     if text_only && raw.trigger_words.is_empty() {
         c.at(
@@ -308,9 +312,10 @@ fn is_ident(s: &str) -> bool {
 }
 
 fn first_line(s: &str) -> String {
-    s.lines()
+    let line = s
+        .lines()
         .rfind(|l| !l.trim().is_empty())
         .unwrap_or(s)
-        .trim()
-        .to_string()
+        .trim();
+    line.strip_prefix("error: ").unwrap_or(line).to_string()
 }
