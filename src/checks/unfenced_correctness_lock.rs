@@ -300,3 +300,63 @@ fn follow_call(
     visited.pop();
     (effects, unfenced)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::checks::CheckId;
+    use crate::config::Settings;
+    use crate::engine::Engine;
+    use crate::pack::PackSet;
+
+    fn notes(src: &str) -> Vec<String> {
+        let packs = PackSet::builtin();
+        let settings = Settings::default();
+        let only = [CheckId::UnfencedCorrectnessLock];
+        let engine = Engine {
+            packs: &packs,
+            settings: &settings,
+            prefilter: None,
+            only: Some(&only),
+            resolver: None,
+        };
+        let out = engine.check_bytes("t.rs", src.as_bytes(), false);
+        assert_eq!(out.findings.len(), 1, "{:?}", out.findings);
+        out.findings[0].notes.clone()
+    }
+
+    #[test]
+    fn verify_then_act_and_minted_tokens_are_explained() {
+        let n = notes(
+            r#"
+// lock-purpose: correctness — x
+fn f(con: &mut redis::Connection, db: &mut postgres::Client, lock_key: &str) -> redis::RedisResult<()> {
+    let won: Option<String> = redis::cmd("SET").arg(lock_key).arg("me").arg("NX").arg("PX").arg(1000).query(con)?;
+    let fence: i64 = con.incr("fence", 1)?;
+    let holder: Option<String> = con.get(lock_key)?;
+    db.execute("UPDATE t SET a = 1 WHERE fence < $1", &[&fence]);
+    Ok(())
+}
+"#,
+        );
+        assert!(n.iter().any(|x| x.contains("verify-then-act")), "{n:?}");
+        assert!(n.iter().any(|x| x.contains("mint later")), "{n:?}");
+        assert!(n.iter().any(|x| x.contains("random owner id")), "{n:?}");
+    }
+
+    #[test]
+    fn a_token_that_is_only_logged_is_explained() {
+        let n = notes(
+            r#"
+// lock-purpose: correctness — x
+async fn f(client: &mut etcd_client::Client, db: &sqlx::PgPool) -> Result<(), etcd_client::Error> {
+    let lock = client.lock("l", None).await?;
+    let rev = lock.header().unwrap().revision();
+    tracing::info!(rev, "locked");
+    sqlx::query("UPDATE t SET a = 1").execute(db).await;
+    Ok(())
+}
+"#,
+        );
+        assert!(n.iter().any(|x| x.contains("only logged")), "{n:?}");
+    }
+}
