@@ -105,6 +105,21 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
             .collect(),
         local_fns: index.fns.iter().map(|f| f.name.clone()).collect(),
         modules: index.modules.iter().cloned().collect(),
+        text_only: {
+            let lower = src.text.to_ascii_lowercase();
+            packs
+                .text_only()
+                .iter()
+                .copied()
+                .filter(|r| {
+                    packs
+                        .pack(*r)
+                        .trigger_words
+                        .iter()
+                        .any(|w| lower.contains(&w.to_ascii_lowercase()))
+                })
+                .collect()
+        },
         macros: &index.macros,
     };
     let mut model = run(&cx, &index.fns, opts.detail);
@@ -193,6 +208,9 @@ struct Cx<'a, 'ast> {
     local_fns: HashSet<String>,
     /// Modules this file declares (`mod store;`).
     modules: HashSet<String>,
+    /// Text shapes (SQL, Lua) whose pack's trigger words occur in the file:
+    /// the others cannot match, and are not tried on every chain.
+    text_only: Vec<ApiRef>,
     macros: &'ast HashMap<usize, Vec<Expr>>,
 }
 
@@ -1069,10 +1087,10 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 crate::pack::Role::Effect | crate::pack::Role::FencedEffect
             )
         });
-        if only_effects && !packs.text_only().is_empty() {
+        if only_effects && !self.cx.text_only.is_empty() {
             let view = View::new(self, chain, usize::MAX, 0, n);
             if !view.texts.is_empty() {
-                if let Some(api) = self.first_match(packs.text_only(), &view) {
+                if let Some(api) = self.first_match(&self.cx.text_only, &view) {
                     matched.clear();
                     matched.push((usize::MAX, api, n));
                 }
