@@ -223,7 +223,8 @@ checks: {}
 exclude: []
 #  - "vendor/**"
 
-# Keys, names and functions matching this regex are about locks. Plain
+# Keys, names and functions whose words match this regex are about locks
+# (`lock_key`, `LockGuard`, "lock:{}"; not `block` or `release`). Plain
 # reads, writes and deletes of other keys (caches) are never flagged.
 lock-name-pattern: "(?i)lock|mutex|leader|lease|semaphore"
 

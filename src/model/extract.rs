@@ -22,6 +22,7 @@ use syn::{Expr, Pat, Stmt};
 
 use super::event::*;
 use super::keys;
+use super::lockname::is_lock_name;
 use crate::pack::{ApiRef, ExpirySource, KeySpec, PackSet, ResultKind};
 use crate::source::{SourceFile, Span};
 
@@ -149,7 +150,7 @@ fn run<'ast>(cx: &Cx<'_, 'ast>, fns: &[FnItem<'ast>], detail: bool) -> FileModel
             model: &mut model,
             dead: &mut dead,
             f,
-            fn_lockish: cx.lock_name.is_match(&item.qualified),
+            fn_lockish: is_lock_name(cx.lock_name, &item.qualified),
             locals: HashMap::new(),
             var_events: HashMap::new(),
             guards: Vec::new(),
@@ -950,7 +951,20 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                     self.expr(a, Use::Value);
                 }
             }
-            Root::Other if chain.inherited == 0 => self.expr(chain.root_expr, Use::Value),
+            // A root that is itself a call of a non-path (`(self.f)(x)`,
+            // `make()(x)`) or an unparsed macro: walk its parts, never the
+            // root again (it would flatten to this same chain).
+            Root::Other if chain.inherited == 0 => match chain.root_expr {
+                Expr::Call(c) => {
+                    self.expr(&c.func, Use::Value);
+                    for a in &c.args {
+                        self.expr(a, Use::Value);
+                    }
+                }
+                Expr::Macro(_) => {}
+                other if !is_chain(other) => self.expr(other, Use::Value),
+                _ => {}
+            },
             _ => {}
         }
         for s in &chain.segs[chain.inherited..] {
@@ -1137,16 +1151,16 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
     fn lockish(&self, view: &View<'ast>, api: &crate::pack::Api, binding: &[String]) -> bool {
         let key = view.key(api, self);
         let key_lockish = key.as_ref().is_some_and(|k| {
-            self.cx.lock_name.is_match(&k.norm)
+            is_lock_name(self.cx.lock_name, &k.norm)
                 || k.literal
                     .as_ref()
-                    .is_some_and(|l| self.cx.lock_name.is_match(l))
+                    .is_some_and(|l| is_lock_name(self.cx.lock_name, l))
                 || self
                     .locals
                     .get(&k.norm)
-                    .is_some_and(|l| self.cx.lock_name.is_match(&keys::normalise(l.init)))
+                    .is_some_and(|l| is_lock_name(self.cx.lock_name, &keys::normalise(l.init)))
         });
-        key_lockish || self.fn_lockish || binding.iter().any(|b| self.cx.lock_name.is_match(b))
+        key_lockish || self.fn_lockish || binding.iter().any(|b| is_lock_name(self.cx.lock_name, b))
     }
 
     fn emit(

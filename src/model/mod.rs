@@ -5,6 +5,7 @@
 pub mod event;
 pub mod extract;
 pub mod keys;
+pub mod lockname;
 pub mod resolve;
 
 pub use event::*;
