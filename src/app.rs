@@ -150,6 +150,9 @@ pub struct Audit {
 }
 
 /// Reads and audits every file, in parallel; results sorted.
+/// One file's outcome and its text (kept for rendering), or why it was unreadable.
+type FileResult = Result<(FileOutcome, Option<String>), String>;
+
 pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
     let prefilter = p
         .prefilter
@@ -165,25 +168,24 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
         .stack_size(32 * 1024 * 1024)
         .thread_name(|i| format!("lockaudit-{i}"))
         .build()?;
-    let results: Vec<(String, Result<(FileOutcome, Option<String>), String>)> =
-        pool.install(|| {
-            p.files
-                .par_iter()
-                .map(|path| {
-                    let shown = walk::display_path(path, &p.cwd);
-                    let r = match std::fs::read(path) {
-                        Ok(bytes) => {
-                            let out = engine.check_bytes(&shown, &bytes, inventory);
-                            let text = (!out.findings.is_empty())
-                                .then(|| String::from_utf8_lossy(&bytes).into_owned());
-                            Ok((out, text))
-                        }
-                        Err(e) => Err(e.to_string()),
-                    };
-                    (shown, r)
-                })
-                .collect()
-        });
+    let results: Vec<(String, FileResult)> = pool.install(|| {
+        p.files
+            .par_iter()
+            .map(|path| {
+                let shown = walk::display_path(path, &p.cwd);
+                let r = match std::fs::read(path) {
+                    Ok(bytes) => {
+                        let out = engine.check_bytes(&shown, &bytes, inventory);
+                        let text = (!out.findings.is_empty())
+                            .then(|| String::from_utf8_lossy(&bytes).into_owned());
+                        Ok((out, text))
+                    }
+                    Err(e) => Err(e.to_string()),
+                };
+                (shown, r)
+            })
+            .collect()
+    });
     let mut audit = Audit {
         findings: Vec::new(),
         locks: Vec::new(),

@@ -136,6 +136,7 @@ fn compile_api(c: &mut Collector, pack: &RawPack, i: usize, raw: &RawApi) -> Opt
         needs_lock_name: raw.needs_lock_name,
         consensus: raw.consensus.unwrap_or(pack.consensus),
         scope: raw.scope,
+        released_on_drop: raw.released_on_drop,
         flaw: raw.flaw.clone(),
         help: raw.help.clone(),
     })
@@ -254,20 +255,24 @@ fn compile_match(c: &mut Collector, at: &[Seg], m: &RawMatch) -> Option<Matcher>
         text,
         no_text,
         receiver,
+        fields: m.fields.clone(),
+        no_fields: m.no_fields.clone(),
         needs_crate: m.evidence.unwrap_or(Evidence::Crate) == Evidence::Crate,
+        crates: (!m.crates.is_empty()).then(|| m.crates.clone()),
     })
 }
 
 fn compile_key(k: &RawKey) -> Result<KeySpec, String> {
-    match (k.arg, &k.method, &k.field) {
-        (Some(a), None, None) if k.nth.is_none() => Ok(KeySpec::Arg(a)),
-        (None, Some(m), None) => Ok(KeySpec::Method {
+    match (k.arg, &k.method, &k.field, k.root_arg) {
+        (Some(a), None, None, None) if k.nth.is_none() => Ok(KeySpec::Arg(a)),
+        (None, Some(m), None, None) => Ok(KeySpec::Method {
             name: m.clone(),
             nth: k.nth.unwrap_or(0),
         }),
-        (None, None, Some(f)) if k.nth.is_none() => Ok(KeySpec::Field(f.clone())),
+        (None, None, Some(f), None) if k.nth.is_none() => Ok(KeySpec::Field(f.clone())),
+        (None, None, None, Some(a)) if k.nth.is_none() => Ok(KeySpec::RootArg(a)),
         _ => Err(
-            "a key names exactly one of `arg`, `method` or `field` (`nth` goes with `method`)"
+            "a key names exactly one of `arg`, `method`, `field` or `root-arg` (`nth` goes with `method`)"
                 .into(),
         ),
     }
@@ -283,6 +288,9 @@ fn compile_expiry(c: &mut Collector, at: &[Seg], e: &RawExpiry) -> Option<Expiry
         }
         ExpirySource::Field if e.field.is_none() => Some("`from: field` needs `field`"),
         ExpirySource::Methods if e.methods.is_empty() => Some("`from: methods` needs `methods`"),
+        ExpirySource::Text if e.text.is_empty() => {
+            Some("`from: text` needs `text` (regexes, e.g. ['(?i)expir'])")
+        }
         _ => None,
     };
     if let Some(msg) = missing {
@@ -291,12 +299,30 @@ fn compile_expiry(c: &mut Collector, at: &[Seg], e: &RawExpiry) -> Option<Expiry
         c.at(&p, msg, None);
         return None;
     }
-    Some(Expiry {
+    let mut text = Vec::new();
+    let mut ok = true;
+    for (i, pattern) in e.text.iter().enumerate() {
+        match Regex::new(pattern) {
+            Ok(r) => text.push(r),
+            Err(err) => {
+                let mut p = at.to_vec();
+                p.extend([Seg::from("text"), Seg::Index(i)]);
+                c.at(
+                    &p,
+                    format!("invalid regex: {}", first_line(&err.to_string())),
+                    Some("regex syntax: https://docs.rs/regex/latest/regex/#syntax".into()),
+                );
+                ok = false;
+            }
+        }
+    }
+    ok.then(|| Expiry {
         from: e.from,
         words: e.words.iter().map(|w| w.to_uppercase()).collect(),
         arg: e.arg,
         field: e.field.clone(),
         methods: e.methods.clone(),
+        text,
         note: e.note.clone(),
     })
 }
@@ -309,8 +335,7 @@ fn is_ident(s: &str) -> bool {
 
 fn first_line(s: &str) -> String {
     s.lines()
-        .filter(|l| !l.trim().is_empty())
-        .last()
+        .rfind(|l| !l.trim().is_empty())
         .unwrap_or(s)
         .trim()
         .to_string()
