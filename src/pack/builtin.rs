@@ -3,7 +3,19 @@
 
 pub const BUILTIN: &[(&str, &str)] = &[
     ("redis.yaml", include_str!("../../rules/redis.yaml")),
+    ("redlock.yaml", include_str!("../../rules/redlock.yaml")),
     ("etcd.yaml", include_str!("../../rules/etcd.yaml")),
+    ("postgres.yaml", include_str!("../../rules/postgres.yaml")),
+    ("mysql.yaml", include_str!("../../rules/mysql.yaml")),
+    ("dynamodb.yaml", include_str!("../../rules/dynamodb.yaml")),
+    ("consul.yaml", include_str!("../../rules/consul.yaml")),
+    ("zookeeper.yaml", include_str!("../../rules/zookeeper.yaml")),
+    (
+        "kubernetes.yaml",
+        include_str!("../../rules/kubernetes.yaml"),
+    ),
+    // Last: generic effect shapes that any backend's more specific entry
+    // must be able to claim first.
     (
         "fenced-effects.yaml",
         include_str!("../../rules/fenced-effects.yaml"),
