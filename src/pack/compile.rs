@@ -17,6 +17,7 @@ pub(super) fn compile(path: &str, text: &str, builtin: bool) -> Result<Pack, Yam
         Ok(raw) => raw,
         Err(e) => {
             c.serde(&e, Some(SCHEMA_HINT.to_string()));
+            recover(&mut c, text, &e);
             return Err(c.finish("rule pack").unwrap_err());
         }
     };
@@ -44,7 +45,11 @@ pub(super) fn compile(path: &str, text: &str, builtin: bool) -> Result<Pack, Yam
     }
     let text_only = raw.apis.iter().any(|a| {
         let m = &a.matcher;
-        m.method.is_none() && m.function.is_none() && m.macro_name.is_none() && m.command.is_none()
+        m.method.is_none()
+            && m.function.is_none()
+            && m.macro_name.is_none()
+            && m.command.is_none()
+            && !m.text.is_empty()
     });
     if text_only && raw.trigger_words.is_empty() {
         c.at(
@@ -67,6 +72,43 @@ pub(super) fn compile(path: &str, text: &str, builtin: bool) -> Result<Pack, Yam
     })
 }
 
+/// After the pack failed to deserialise at `first`: deserialises every api
+/// entry on its own and validates those that read fine, so that all the
+/// pack's problems are reported together.
+fn recover(c: &mut Collector, text: &str, first: &yaml_serde::Error) {
+    let first_at = first.location().map(|l| l.index());
+    let placeholder = RawPack {
+        backend: String::new(),
+        description: String::new(),
+        crates: Vec::new(),
+        consensus: false,
+        consensus_note: None,
+        trigger_words: Vec::new(),
+        discard_methods: Vec::new(),
+        apis: Vec::new(),
+    };
+    let mut seen = std::collections::HashMap::new();
+    for i in 0..super::recover::api_count(text) {
+        let path = [Seg::from("apis"), Seg::Index(i)];
+        match super::recover::at_path::<RawApi>(text, &path) {
+            Ok(Some(api)) => {
+                if let Some(prev) = seen.insert(api.id.clone(), i) {
+                    c.at(
+                        &[Seg::from("apis"), Seg::Index(i), Seg::from("id")],
+                        format!("duplicate api id `{}` (also entry {})", api.id, prev + 1),
+                        Some("ids must be unique within a pack".into()),
+                    );
+                }
+                compile_api(c, &placeholder, i, &api);
+            }
+            Ok(None) => {}
+            // The whole-pack error already points here.
+            Err(e) if e.location().map(|l| l.index()) == first_at => {}
+            Err(e) => c.serde(&e, Some(SCHEMA_HINT.to_string())),
+        }
+    }
+}
+
 fn compile_api(c: &mut Collector, pack: &RawPack, i: usize, raw: &RawApi) -> Option<Api> {
     let base = vec![Seg::from("apis"), Seg::Index(i)];
     let at = |rest: &[Seg]| {
@@ -87,7 +129,7 @@ fn compile_api(c: &mut Collector, pack: &RawPack, i: usize, raw: &RawApi) -> Opt
                 &at(&["key".into(), Seg::Index(k)]),
                 msg,
                 Some(
-                    "write one of `arg: 0`, `method: arg` (with optional `nth`), `field: key`"
+                    "write one of `arg: 0`, `method: arg` (with optional `nth`), `field: key`, `root-arg: 0`"
                         .into(),
                 ),
             ),

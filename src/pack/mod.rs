@@ -6,6 +6,7 @@
 pub mod builtin;
 mod compile;
 pub mod raw;
+mod recover;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
@@ -185,6 +186,15 @@ impl PackSet {
             return Err(errors);
         }
         Ok(PackSet::from_packs(packs))
+    }
+
+    /// The JSON Schema of the pack format, generated from [`raw::RawPack`]
+    /// and checked in as `rules/schema.json`.
+    pub fn schema_json() -> String {
+        let schema = schemars::schema_for!(raw::RawPack);
+        let mut text = serde_json::to_string_pretty(&schema).expect("a schema serialises");
+        text.push('\n');
+        text
     }
 
     /// Compiles one pack from text (tests, fuzzing).
