@@ -26,7 +26,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
 /// fencing token, for `explain`.
 pub fn token_table() -> String {
     let set = super::PackSet::builtin();
-    let mut s = String::from("\n## Backends lockaudit knows\n\n| backend | consensus | acquisitions and their token |\n|---|---|---|\n");
+    let mut s = String::from("\n## Backends lockaudit knows\n\n| backend | crates | consensus | acquisitions and their token |\n|---|---|---|---|\n");
     for p in &set.packs {
         let takes: Vec<String> = p
             .apis
@@ -45,8 +45,9 @@ pub fn token_table() -> String {
             continue;
         }
         s.push_str(&format!(
-            "| {} | {} | {} |\n",
+            "| {} | {} | {} | {} |\n",
             p.backend,
+            p.crates.join(", "),
             if p.consensus { "yes" } else { "no" },
             takes.join(", ")
         ));
