@@ -43,21 +43,17 @@ fn row(ctx: &CheckCtx, e: &Event) -> LockRow {
         ExpiryState::Session => "session".to_string(),
         ExpiryState::Unknown => "unknown".to_string(),
     };
-    let token = match api.token.as_ref().map(|t| t.kind) {
-        Some(TokenKind::Monotonic) => {
-            let used = !e.binding.is_empty()
-                && ctx.model.fns[e.func].lets.iter().any(|l| {
-                    l.offset > e.span.end.offset
-                        && e.binding.iter().any(|b| l.mentions.contains(b))
-                        && api.token.as_ref().is_some_and(|t| {
-                            t.accessors.is_empty()
-                                || t.accessors.iter().any(|a| l.init.contains(a.as_str()))
-                        })
-                });
-            if used { "yes" } else { "no" }.to_string()
+    let token = match api.token.as_ref() {
+        Some(t) if t.kind == TokenKind::Monotonic => {
+            if token_read(ctx, e, &t.accessors) {
+                "yes"
+            } else {
+                "no"
+            }
         }
-        _ => "not available from this API".to_string(),
-    };
+        _ => "not available from this API",
+    }
+    .to_string();
     let release = release_of(ctx, e);
     LockRow {
         path: ctx.src.path.clone(),
@@ -77,18 +73,69 @@ fn row(ctx: &CheckCtx, e: &Event) -> LockRow {
     }
 }
 
-fn release_of(ctx: &CheckCtx, e: &Event) -> String {
-    let found = ctx.model.events.iter().find(|r| {
-        matches!(r.role, Role::Release | Role::Delete)
-            && (matches!((&r.key, &e.key), (Some(a), Some(b)) if a.norm == b.norm)
-                || (r.func == e.func && e.binding.iter().any(|b| r.mentions.contains(b))))
+/// Whether the code reads the grant's token after the acquisition: a later
+/// `binding.accessor` (`lease.token()`, `resp.header()`) in the same
+/// function, or a token event (`role: token`) on the binding.
+fn token_read(ctx: &CheckCtx, e: &Event, accessors: &[String]) -> bool {
+    if e.binding.is_empty() {
+        return false;
+    }
+    let token_event = ctx.model.fn_events(e.func).any(|x| {
+        x.role == Role::Token
+            && x.span.start.offset > e.span.end.offset
+            && e.binding.iter().any(|b| x.mentions.contains(b))
     });
+    if token_event {
+        return true;
+    }
+    let f = &ctx.model.fns[e.func];
+    let start = e.span.end.offset.min(ctx.src.text.len());
+    let end = f.span.end.offset.clamp(start, ctx.src.text.len());
+    let after = &ctx.src.text[start..end];
+    e.binding.iter().any(|b| {
+        let pattern = if accessors.is_empty() {
+            // A token without accessors is the grant itself.
+            format!(r"\b{}\b", regex::escape(b))
+        } else {
+            let names: Vec<String> = accessors.iter().map(|a| regex::escape(a)).collect();
+            format!(
+                r"\b{}\s*\??\s*\.\s*({})\b",
+                regex::escape(b),
+                names.join("|")
+            )
+        };
+        regex::Regex::new(&pattern).is_ok_and(|r| r.is_match(after))
+    })
+}
+
+fn release_of(ctx: &CheckCtx, e: &Event) -> String {
+    let releases = || {
+        ctx.model
+            .events
+            .iter()
+            .filter(|r| matches!(r.role, Role::Release | Role::Delete))
+            .filter(|r| r.span.start.offset != e.span.start.offset)
+    };
+    let same_key = |r: &Event| matches!((&r.key, &e.key), (Some(a), Some(b)) if a.norm == b.norm);
+    // In the acquiring function: the same key, the grant's binding
+    // (`unlock(&lock)`), or the same lock object (`latch.start()` …
+    // `latch.stop()`). Elsewhere in the file: the same key.
+    let found = releases()
+        .find(|r| {
+            r.func == e.func
+                && (same_key(r)
+                    || e.binding.iter().any(|b| r.mentions.contains(b))
+                    || (!e.receiver.is_empty() && r.receiver == e.receiver))
+        })
+        .or_else(|| releases().find(|r| same_key(r)));
     match found {
         Some(r) => match ctx.api(r).owner_checked {
             Some(true) => "owner-checked".to_string(),
             Some(false) => "unowned".to_string(),
             None => "unknown".to_string(),
         },
+        // A guard that releases itself, checked by owner, when dropped.
+        None if ctx.api(e).released_on_drop => "owner-checked (on drop)".to_string(),
         None => "not found".to_string(),
     }
 }

@@ -1287,6 +1287,12 @@ struct View<'ast> {
     macro_name: Option<String>,
     method_name: Option<String>,
     file_has_crate: Vec<String>,
+    /// Fields the matched call's arguments set (struct-literal fields and
+    /// builder methods), for `fields` / `no-fields`.
+    fields: BTreeSet<String>,
+    /// Arguments of the constructor call the chain starts from, for
+    /// `root-arg` keys.
+    root_args: Vec<&'ast Expr>,
 }
 
 impl<'ast> View<'ast> {
@@ -1343,9 +1349,13 @@ impl<'ast> View<'ast> {
         }
         if anchor == usize::MAX {
             // Texts reachable from the root variable (a `let` or a static).
+            // Not through a call that already ran: `let row = client
+            // .query_one(SQL, ..).await?; row.get(0)` does not run SQL again.
             if let Root::Path(p) = &chain.root {
                 if let Some(l) = w.locals.get(p) {
-                    collect_strings(l.init, w, &mut texts, 0);
+                    if l.chain.is_some() || !is_chain(l.init) {
+                        collect_strings(l.init, w, &mut texts, 0);
+                    }
                 }
             }
         }
@@ -1395,7 +1405,26 @@ impl<'ast> View<'ast> {
         } else {
             keys::compact(chain.segs[anchor - 1].expr)
         };
+        let mut fields = BTreeSet::new();
+        for a in &args {
+            set_fields(a, &mut fields);
+            if let Expr::Path(p) = keys::strip(a) {
+                if let Some(l) = p
+                    .path
+                    .get_ident()
+                    .and_then(|i| w.locals.get(&i.to_string()))
+                {
+                    set_fields(l.init, &mut fields);
+                }
+            }
+        }
+        let root_args = match &chain.root {
+            Root::Call { args: a, .. } => a.clone(),
+            _ => Vec::new(),
+        };
         View {
+            fields,
+            root_args,
             anchor,
             from,
             end,
@@ -1481,16 +1510,22 @@ impl<'ast> View<'ast> {
                 return false;
             }
         }
-        if m.needs_crate && !pack.crates.is_empty() {
+        if !m.fields.iter().all(|f| self.fields.contains(f))
+            || m.no_fields.iter().any(|f| self.fields.contains(f))
+        {
+            return false;
+        }
+        let crates = m.evidence_crates(pack);
+        if m.needs_crate && !crates.is_empty() {
             let recv = self.receiver.to_lowercase();
             let root_mentions = self
                 .root_fn
                 .as_ref()
                 .and_then(|p| p.first())
-                .is_some_and(|first| pack.crates.iter().any(|c| c == first));
+                .is_some_and(|first| crates.iter().any(|c| c == first));
             if !root_mentions
-                && !pack.crates.iter().any(|c| self.file_has_crate.contains(c))
-                && !pack.crates.iter().any(|c| recv.contains(&c.to_lowercase()))
+                && !crates.iter().any(|c| self.file_has_crate.contains(c))
+                && !crates.iter().any(|c| recv.contains(&c.to_lowercase()))
             {
                 return false;
             }
@@ -1515,6 +1550,7 @@ impl<'ast> View<'ast> {
                     })
                     .nth(*nth),
                 KeySpec::Field(field) => self.args.iter().find_map(|a| struct_field(a, field)),
+                KeySpec::RootArg(i) => self.root_args.get(*i).copied(),
             };
             if let Some(e) = e {
                 let span = w.cx.src.span_of(e.span());
@@ -1565,6 +1601,14 @@ impl<'ast> View<'ast> {
                             .any(|a| keys::compact(*a).contains(&format!(".{m}(")))
                 });
                 if found {
+                    ExpiryState::Set(None)
+                } else {
+                    ExpiryState::Missing
+                }
+            }
+            ExpirySource::Text => {
+                let joined = self.texts.join("\n");
+                if e.text.iter().any(|r| r.is_match(&joined)) {
                     ExpiryState::Set(None)
                 } else {
                     ExpiryState::Missing
@@ -1694,6 +1738,33 @@ fn struct_field<'e>(e: &'e Expr, field: &str) -> Option<&'e Expr> {
         Expr::Call(c) => c.args.iter().find_map(|a| struct_field(a, field)),
         _ => None,
     }
+}
+
+/// Fields an argument sets: struct-literal fields whose value is not `None`
+/// (`CreateOrUpdateKeyRequest { acquire: &sid, .. }`) and builder methods
+/// called inside it (`SetKeyRequest::builder().acquire(sid)`).
+fn set_fields(e: &Expr, out: &mut BTreeSet<String>) {
+    struct V<'o>(&'o mut BTreeSet<String>);
+    impl<'ast> Visit<'ast> for V<'_> {
+        fn visit_expr_struct(&mut self, s: &'ast syn::ExprStruct) {
+            for f in &s.fields {
+                if let syn::Member::Named(n) = &f.member {
+                    if !is_none(&f.expr) {
+                        self.0.insert(n.to_string());
+                    }
+                }
+            }
+            visit::visit_expr_struct(self, s);
+        }
+        fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+            self.0.insert(m.method.to_string());
+            visit::visit_expr_method_call(self, m);
+        }
+        fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
+        fn visit_expr_block(&mut self, _: &'ast syn::ExprBlock) {}
+        fn visit_expr_async(&mut self, _: &'ast syn::ExprAsync) {}
+    }
+    V(out).visit_expr(e);
 }
 
 /// Upper-cased string literals and last segments of multi-segment paths.

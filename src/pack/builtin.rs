@@ -3,7 +3,19 @@
 
 pub const BUILTIN: &[(&str, &str)] = &[
     ("redis.yaml", include_str!("../../rules/redis.yaml")),
+    ("redlock.yaml", include_str!("../../rules/redlock.yaml")),
     ("etcd.yaml", include_str!("../../rules/etcd.yaml")),
+    ("postgres.yaml", include_str!("../../rules/postgres.yaml")),
+    ("mysql.yaml", include_str!("../../rules/mysql.yaml")),
+    ("dynamodb.yaml", include_str!("../../rules/dynamodb.yaml")),
+    ("consul.yaml", include_str!("../../rules/consul.yaml")),
+    ("zookeeper.yaml", include_str!("../../rules/zookeeper.yaml")),
+    (
+        "kubernetes.yaml",
+        include_str!("../../rules/kubernetes.yaml"),
+    ),
+    // Last: generic effect shapes that any backend's more specific entry
+    // must be able to claim first.
     (
         "fenced-effects.yaml",
         include_str!("../../rules/fenced-effects.yaml"),
@@ -14,7 +26,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
 /// fencing token, for `explain`.
 pub fn token_table() -> String {
     let set = super::PackSet::builtin();
-    let mut s = String::from("\n## Backends lockaudit knows\n\n| backend | consensus | acquisitions and their token |\n|---|---|---|\n");
+    let mut s = String::from("\n## Backends lockaudit knows\n\n| backend | crates | consensus | acquisitions and their token |\n|---|---|---|---|\n");
     for p in &set.packs {
         let takes: Vec<String> = p
             .apis
@@ -33,8 +45,9 @@ pub fn token_table() -> String {
             continue;
         }
         s.push_str(&format!(
-            "| {} | {} | {} |\n",
+            "| {} | {} | {} | {} |\n",
             p.backend,
+            p.crates.join(", "),
             if p.consensus { "yes" } else { "no" },
             takes.join(", ")
         ));

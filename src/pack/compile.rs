@@ -17,6 +17,7 @@ pub(super) fn compile(path: &str, text: &str, builtin: bool) -> Result<Pack, Yam
         Ok(raw) => raw,
         Err(e) => {
             c.serde(&e, Some(SCHEMA_HINT.to_string()));
+            recover(&mut c, text, &e);
             return Err(c.finish("rule pack").unwrap_err());
         }
     };
@@ -71,6 +72,43 @@ pub(super) fn compile(path: &str, text: &str, builtin: bool) -> Result<Pack, Yam
     })
 }
 
+/// After the pack failed to deserialise at `first`: deserialises every api
+/// entry on its own and validates those that read fine, so that all the
+/// pack's problems are reported together.
+fn recover(c: &mut Collector, text: &str, first: &yaml_serde::Error) {
+    let first_at = first.location().map(|l| l.index());
+    let placeholder = RawPack {
+        backend: String::new(),
+        description: String::new(),
+        crates: Vec::new(),
+        consensus: false,
+        consensus_note: None,
+        trigger_words: Vec::new(),
+        discard_methods: Vec::new(),
+        apis: Vec::new(),
+    };
+    let mut seen = std::collections::HashMap::new();
+    for i in 0..super::recover::api_count(text) {
+        let path = [Seg::from("apis"), Seg::Index(i)];
+        match super::recover::at_path::<RawApi>(text, &path) {
+            Ok(Some(api)) => {
+                if let Some(prev) = seen.insert(api.id.clone(), i) {
+                    c.at(
+                        &[Seg::from("apis"), Seg::Index(i), Seg::from("id")],
+                        format!("duplicate api id `{}` (also entry {})", api.id, prev + 1),
+                        Some("ids must be unique within a pack".into()),
+                    );
+                }
+                compile_api(c, &placeholder, i, &api);
+            }
+            Ok(None) => {}
+            // The whole-pack error already points here.
+            Err(e) if e.location().map(|l| l.index()) == first_at => {}
+            Err(e) => c.serde(&e, Some(SCHEMA_HINT.to_string())),
+        }
+    }
+}
+
 fn compile_api(c: &mut Collector, pack: &RawPack, i: usize, raw: &RawApi) -> Option<Api> {
     let base = vec![Seg::from("apis"), Seg::Index(i)];
     let at = |rest: &[Seg]| {
@@ -91,7 +129,7 @@ fn compile_api(c: &mut Collector, pack: &RawPack, i: usize, raw: &RawApi) -> Opt
                 &at(&["key".into(), Seg::Index(k)]),
                 msg,
                 Some(
-                    "write one of `arg: 0`, `method: arg` (with optional `nth`), `field: key`"
+                    "write one of `arg: 0`, `method: arg` (with optional `nth`), `field: key`, `root-arg: 0`"
                         .into(),
                 ),
             ),
@@ -140,6 +178,7 @@ fn compile_api(c: &mut Collector, pack: &RawPack, i: usize, raw: &RawApi) -> Opt
         needs_lock_name: raw.needs_lock_name,
         consensus: raw.consensus.unwrap_or(pack.consensus),
         scope: raw.scope,
+        released_on_drop: raw.released_on_drop,
         flaw: raw.flaw.clone(),
         help: raw.help.clone(),
     })
@@ -258,20 +297,24 @@ fn compile_match(c: &mut Collector, at: &[Seg], m: &RawMatch) -> Option<Matcher>
         text,
         no_text,
         receiver,
+        fields: m.fields.clone(),
+        no_fields: m.no_fields.clone(),
         needs_crate: m.evidence.unwrap_or(Evidence::Crate) == Evidence::Crate,
+        crates: (!m.crates.is_empty()).then(|| m.crates.clone()),
     })
 }
 
 fn compile_key(k: &RawKey) -> Result<KeySpec, String> {
-    match (k.arg, &k.method, &k.field) {
-        (Some(a), None, None) if k.nth.is_none() => Ok(KeySpec::Arg(a)),
-        (None, Some(m), None) => Ok(KeySpec::Method {
+    match (k.arg, &k.method, &k.field, k.root_arg) {
+        (Some(a), None, None, None) if k.nth.is_none() => Ok(KeySpec::Arg(a)),
+        (None, Some(m), None, None) => Ok(KeySpec::Method {
             name: m.clone(),
             nth: k.nth.unwrap_or(0),
         }),
-        (None, None, Some(f)) if k.nth.is_none() => Ok(KeySpec::Field(f.clone())),
+        (None, None, Some(f), None) if k.nth.is_none() => Ok(KeySpec::Field(f.clone())),
+        (None, None, None, Some(a)) if k.nth.is_none() => Ok(KeySpec::RootArg(a)),
         _ => Err(
-            "a key names exactly one of `arg`, `method` or `field` (`nth` goes with `method`)"
+            "a key names exactly one of `arg`, `method`, `field` or `root-arg` (`nth` goes with `method`)"
                 .into(),
         ),
     }
@@ -287,6 +330,9 @@ fn compile_expiry(c: &mut Collector, at: &[Seg], e: &RawExpiry) -> Option<Expiry
         }
         ExpirySource::Field if e.field.is_none() => Some("`from: field` needs `field`"),
         ExpirySource::Methods if e.methods.is_empty() => Some("`from: methods` needs `methods`"),
+        ExpirySource::Text if e.text.is_empty() => {
+            Some("`from: text` needs `text` (regexes, e.g. ['(?i)expir'])")
+        }
         _ => None,
     };
     if let Some(msg) = missing {
@@ -295,12 +341,30 @@ fn compile_expiry(c: &mut Collector, at: &[Seg], e: &RawExpiry) -> Option<Expiry
         c.at(&p, msg, None);
         return None;
     }
-    Some(Expiry {
+    let mut text = Vec::new();
+    let mut ok = true;
+    for (i, pattern) in e.text.iter().enumerate() {
+        match Regex::new(pattern) {
+            Ok(r) => text.push(r),
+            Err(err) => {
+                let mut p = at.to_vec();
+                p.extend([Seg::from("text"), Seg::Index(i)]);
+                c.at(
+                    &p,
+                    format!("invalid regex: {}", first_line(&err.to_string())),
+                    Some("regex syntax: https://docs.rs/regex/latest/regex/#syntax".into()),
+                );
+                ok = false;
+            }
+        }
+    }
+    ok.then(|| Expiry {
         from: e.from,
         words: e.words.iter().map(|w| w.to_uppercase()).collect(),
         arg: e.arg,
         field: e.field.clone(),
         methods: e.methods.clone(),
+        text,
         note: e.note.clone(),
     })
 }

@@ -6,6 +6,7 @@
 pub mod builtin;
 mod compile;
 pub mod raw;
+mod recover;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
@@ -17,7 +18,7 @@ pub use raw::{Evidence, ExpirySource, ResultKind, Role, Scope, TokenKind};
 use crate::diag::YamlErrors;
 
 /// A validated rule pack.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Pack {
     pub backend: String,
     pub description: String,
@@ -32,7 +33,7 @@ pub struct Pack {
 }
 
 /// A validated API shape.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Api {
     pub id: String,
     pub library: Option<String>,
@@ -50,11 +51,12 @@ pub struct Api {
     /// Resolved: the API's override or the pack's value.
     pub consensus: bool,
     pub scope: Option<Scope>,
+    pub released_on_drop: bool,
     pub flaw: Option<String>,
     pub help: Option<String>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Matcher {
     pub method: Option<String>,
     /// Path segments, last segment last.
@@ -72,7 +74,18 @@ pub struct Matcher {
     pub text: Vec<Regex>,
     pub no_text: Vec<Regex>,
     pub receiver: Option<Regex>,
+    pub fields: Vec<String>,
+    pub no_fields: Vec<String>,
     pub needs_crate: bool,
+    /// This API's own evidence crates; `None`: the pack's `crates`.
+    pub crates: Option<Vec<String>>,
+}
+
+impl Matcher {
+    /// The crates whose presence is evidence for this API.
+    pub fn evidence_crates<'a>(&'a self, pack: &'a Pack) -> &'a [String] {
+        self.crates.as_deref().unwrap_or(&pack.crates)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,19 +93,21 @@ pub enum KeySpec {
     Arg(usize),
     Method { name: String, nth: usize },
     Field(String),
+    RootArg(usize),
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Expiry {
     pub from: ExpirySource,
     pub words: Vec<String>,
     pub arg: Option<usize>,
     pub field: Option<String>,
     pub methods: Vec<String>,
+    pub text: Vec<Regex>,
     pub note: Option<String>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Token {
     pub kind: TokenKind,
     pub accessors: Vec<String>,
@@ -119,6 +134,28 @@ pub struct PackSet {
     pub crate_names: BTreeSet<String>,
 }
 
+/// The compiled built-in packs. Compiling their regexes is the costly part
+/// of loading, and they never change within a process, so the first
+/// successful compilation is kept and cloned (a `Regex` clone is cheap).
+fn builtin_packs() -> Result<Vec<Pack>, Vec<YamlErrors>> {
+    static CACHE: std::sync::OnceLock<Vec<Pack>> = std::sync::OnceLock::new();
+    if let Some(packs) = CACHE.get() {
+        return Ok(packs.clone());
+    }
+    let mut packs = Vec::new();
+    let mut errors = Vec::new();
+    for (name, text) in builtin::BUILTIN {
+        match compile::compile(&format!("rules/{name}"), text, true) {
+            Ok(p) => packs.push(p),
+            Err(e) => errors.push(e),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    Ok(CACHE.get_or_init(|| packs).clone())
+}
+
 impl PackSet {
     /// Loads user packs (first) and the built-in packs.
     pub fn load(
@@ -141,16 +178,23 @@ impl PackSet {
                 }
             }
         }
-        for (name, text) in builtin::BUILTIN {
-            match compile::compile(&format!("rules/{name}"), text, true) {
-                Ok(p) => packs.push(p),
-                Err(e) => errors.push(e),
-            }
+        match builtin_packs() {
+            Ok(b) => packs.extend(b),
+            Err(e) => errors.extend(e),
         }
         if !errors.is_empty() {
             return Err(errors);
         }
         Ok(PackSet::from_packs(packs))
+    }
+
+    /// The JSON Schema of the pack format, generated from [`raw::RawPack`]
+    /// and checked in as `rules/schema.json`.
+    pub fn schema_json() -> String {
+        let schema = schemars::schema_for!(raw::RawPack);
+        let mut text = serde_json::to_string_pretty(&schema).expect("a schema serialises");
+        text.push('\n');
+        text
     }
 
     /// Compiles one pack from text (tests, fuzzing).
@@ -170,6 +214,8 @@ impl PackSet {
         for (pi, pack) in set.packs.iter().enumerate() {
             set.crate_names.extend(pack.crates.iter().cloned());
             for (ai, api) in pack.apis.iter().enumerate() {
+                set.crate_names
+                    .extend(api.matcher.crates.iter().flatten().cloned());
                 let r = ApiRef { pack: pi, api: ai };
                 let m = &api.matcher;
                 if let Some(name) = &m.method {
@@ -229,6 +275,7 @@ impl PackSet {
             words.extend(pack.trigger_words.iter().map(|s| s.to_lowercase()));
             for api in &pack.apis {
                 let m = &api.matcher;
+                words.extend(m.crates.iter().flatten().map(|s| s.to_lowercase()));
                 words.extend(m.method.iter().map(|s| s.to_lowercase()));
                 words.extend(
                     m.function

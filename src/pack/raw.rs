@@ -90,6 +90,12 @@ pub struct RawApi {
     /// is needed, but acquire and release must run on the same connection.
     #[serde(default)]
     pub scope: Option<Scope>,
+    /// The grant is a guard whose `Drop` gives the lock back, checked by
+    /// owner (rlock, redlock's `acquire`, zookeeper-client's `LockClient`,
+    /// sqlx's `PgAdvisoryLockGuard`): the inventory reports the release as
+    /// owner-checked even when no explicit release call is visible.
+    #[serde(default)]
+    pub released_on_drop: bool,
     /// A known flaw of this library, quoted in findings about it.
     #[serde(default)]
     pub flaw: Option<String>,
@@ -179,9 +185,24 @@ pub struct RawMatch {
     /// Regex the receiver expression must match (`(?i)lease|lock`).
     #[serde(default)]
     pub receiver: Option<String>,
+    /// Fields that the call's arguments must all set: a struct-literal field
+    /// (`acquire` in `CreateOrUpdateKeyRequest { acquire: &sid, .. }`) or a
+    /// builder method (`acquire` in `SetKeyRequest::builder().acquire(sid)`).
+    /// A field set to `None` does not count. Arguments held in a local
+    /// variable are followed to its initialiser.
+    #[serde(default)]
+    pub fields: Vec<String>,
+    /// Fields that the call's arguments must not set (same rules as `fields`).
+    #[serde(default)]
+    pub no_fields: Vec<String>,
     /// What else must show the file is about this backend.
     #[serde(default)]
     pub evidence: Option<Evidence>,
+    /// Crate names that, for this API only, replace the pack's `crates` as
+    /// evidence: one pack can then describe several libraries whose method
+    /// names collide (rslock's and redlock's `lock(resource, ttl)`).
+    #[serde(default)]
+    pub crates: Vec<String>,
 }
 
 /// Evidence required besides the call shape.
@@ -212,6 +233,11 @@ pub struct RawKey {
     /// A struct-literal field in the arguments (`LockRequest { key, .. }`).
     #[serde(default)]
     pub field: Option<String>,
+    /// Argument index (0-based) of the constructor call the chain starts
+    /// from: the key of `PgAdvisoryLock::new(key).acquire(conn)`, also when
+    /// the constructed value was bound by a `let` earlier in the function.
+    #[serde(default)]
+    pub root_arg: Option<usize>,
 }
 
 /// How an acquisition gets its time to live.
@@ -233,6 +259,10 @@ pub struct RawExpiry {
     /// With `from: methods`: builder methods that set a TTL (`with_lease`, `ttl`).
     #[serde(default)]
     pub methods: Vec<String>,
+    /// With `from: text`: regexes, any of which matching the chain's string
+    /// text (an attribute name, a SQL column) shows that a TTL is stored.
+    #[serde(default)]
+    pub text: Vec<String>,
     /// Shown when the expiry needs explaining (etcd `lock(name, None)`).
     #[serde(default)]
     pub note: Option<String>,
@@ -249,6 +279,8 @@ pub enum ExpirySource {
     Field,
     /// A builder method in the chain.
     Methods,
+    /// The chain's string text (a DynamoDB item's expiry attribute).
+    Text,
     /// The server attaches a lease on its own.
     Server,
     /// Held by the database session or transaction; no TTL needed.

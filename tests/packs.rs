@@ -1,0 +1,322 @@
+//! Rule packs: the built-in packs load and match `rules/schema.json`, the
+//! schema is current, bad packs are reported with every problem at its line
+//! and column, the inventory lists every acquisition of the backend fixtures
+//! and nothing else, and a user pack is audited like a built-in backend.
+//!
+//! `LOCKAUDIT_BLESS=1 cargo test --test packs` rewrites `rules/schema.json`
+//! and the `.stderr` files of `fixtures/packs/bad/`.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use lockaudit::pack::{builtin::BUILTIN, PackSet, Role};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn bless() -> bool {
+    std::env::var_os("LOCKAUDIT_BLESS").is_some_and(|v| v != "0")
+}
+
+/// Compares `actual` with the file at `path`, or rewrites it when blessing.
+fn expect_file(path: &Path, actual: &str) -> Result<(), String> {
+    if bless() {
+        std::fs::write(path, actual).unwrap();
+        return Ok(());
+    }
+    let expected = std::fs::read_to_string(path).unwrap_or_default();
+    if expected == actual {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} is stale (LOCKAUDIT_BLESS=1 cargo test --test packs rewrites it)\n--- expected\n{expected}\n--- actual\n{actual}",
+            path.display()
+        ))
+    }
+}
+
+fn lockaudit(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lockaudit"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("lockaudit runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn files_under(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == ext) {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn rel(p: &Path) -> String {
+    p.strip_prefix(root())
+        .unwrap()
+        .to_string_lossy()
+        .replace('\\', "/")
+}
+
+#[test]
+fn schema_is_current() {
+    let path = root().join("rules/schema.json");
+    if let Err(e) = expect_file(&path, &PackSet::schema_json()) {
+        panic!("{e}");
+    }
+}
+
+#[test]
+fn every_builtin_pack_loads_and_matches_the_schema() {
+    let set = PackSet::builtin();
+    assert_eq!(set.packs.len(), BUILTIN.len());
+    assert_eq!(
+        BUILTIN.last().map(|(name, _)| *name),
+        Some("fenced-effects.yaml"),
+        "fenced-effects.yaml holds generic shapes and must stay last"
+    );
+    let schema: serde_json::Value = serde_json::from_str(&PackSet::schema_json()).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("the schema is valid");
+    let mut problems = Vec::new();
+    for (name, text) in BUILTIN {
+        let value: serde_json::Value = yaml_serde::from_str(text).unwrap();
+        for e in validator.iter_errors(&value) {
+            problems.push(format!("{name}: {e} at {}", e.instance_path));
+        }
+    }
+    // Every API carries the properties its role needs.
+    for pack in &set.packs {
+        for api in &pack.apis {
+            let at = format!("{}: {}", pack.source, api.id);
+            match api.role {
+                Role::Acquire | Role::TryAcquire => {
+                    if api.token.is_none() {
+                        problems.push(format!("{at}: an acquisition without `token`"));
+                    }
+                    if api.result.is_none() {
+                        problems.push(format!("{at}: an acquisition without `result`"));
+                    }
+                    if api.atomic.is_none() {
+                        problems.push(format!("{at}: an acquisition without `atomic`"));
+                    }
+                }
+                Role::Release if api.owner_checked.is_none() => {
+                    problems.push(format!("{at}: a release without `owner-checked`"));
+                }
+                _ => {}
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn bad_packs_report_every_problem_with_its_location() {
+    let dir = root().join("fixtures/packs/bad");
+    let mut failures = Vec::new();
+    let packs = files_under(&dir, "yaml");
+    assert!(packs.len() >= 8, "expected the bad-pack fixtures");
+    for path in packs {
+        let shown = rel(&path);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let err = match PackSet::compile_one(&shown, &text) {
+            Ok(_) => {
+                failures.push(format!("{shown}: compiled, but it is a bad pack"));
+                continue;
+            }
+            Err(e) => e,
+        };
+        for p in &err.problems {
+            if p.line == 0 || p.column == 0 || p.path != shown {
+                failures.push(format!("{shown}: a problem without a location: {p}"));
+            }
+        }
+        let rendered = lockaudit::app::render_diagnostic(&err, false);
+        if let Err(e) = expect_file(&path.with_extension("stderr"), &rendered) {
+            failures.push(e);
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn a_bad_user_pack_stops_the_run_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        root().join("fixtures/packs/bad/unknown_field.yaml"),
+        dir.path().join("team.yaml"),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("lockaudit.yaml"), "rules:\n  - team.yaml\n").unwrap();
+    std::fs::write(dir.path().join("main.rs"), "fn main() {}\n").unwrap();
+    let (code, _, stderr) = lockaudit(dir.path(), &["check", "."]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("team.yaml:9:5"), "{stderr}");
+    assert!(stderr.contains("team.yaml:12:41"), "{stderr}");
+}
+
+/// Lines that a `missing-purpose` marker points at, per fixture path.
+fn marked_acquisitions(path: &Path) -> Vec<usize> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let Some(pos) = line.find("//~") else {
+            continue;
+        };
+        let mut rest = &line[pos + 3..];
+        let mut target = i as isize + 1;
+        while let Some(r) = rest.strip_prefix('^') {
+            target -= 1;
+            rest = r;
+        }
+        while let Some(r) = rest.strip_prefix('v') {
+            target += 1;
+            rest = r;
+        }
+        if rest.split(',').any(|c| c.trim() == "missing-purpose") {
+            lines.push(target as usize);
+        }
+    }
+    lines
+}
+
+#[test]
+fn inventory_lists_every_backend_acquisition_and_no_in_process_lock() {
+    let (code, stdout, stderr) = lockaudit(
+        root(),
+        &[
+            "inventory",
+            "fixtures/backends",
+            "fixtures/precision",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let rows = json["locks"].as_array().unwrap();
+    let mut listed = BTreeSet::new();
+    let mut problems = Vec::new();
+    for r in rows {
+        let path = r["path"].as_str().unwrap().to_string();
+        let line = r["line"].as_u64().unwrap() as usize;
+        let token = r["token"].as_str().unwrap();
+        let release = r["release"].as_str().unwrap();
+        if !["yes", "no", "not available from this API"].contains(&token) {
+            problems.push(format!("{path}:{line}: token `{token}`"));
+        }
+        if ![
+            "owner-checked",
+            "owner-checked (on drop)",
+            "unowned",
+            "not found",
+        ]
+        .contains(&release)
+        {
+            problems.push(format!("{path}:{line}: release `{release}`"));
+        }
+        if r["backend"].as_str().unwrap_or("").is_empty() {
+            problems.push(format!("{path}:{line}: no backend"));
+        }
+        listed.insert((path, line));
+    }
+    let mut expected = BTreeSet::new();
+    for path in files_under(&root().join("fixtures/backends"), "rs") {
+        let text = std::fs::read_to_string(&path).unwrap();
+        // Fixtures that bring their own pack (`//@ packs:`) need it loaded.
+        if text.contains("//@ packs:") {
+            continue;
+        }
+        for line in marked_acquisitions(&path) {
+            expected.insert((rel(&path), line));
+        }
+    }
+    assert!(expected.len() > 40, "expected the backend fixtures");
+    for missing in expected.difference(&listed) {
+        problems.push(format!("not listed: {}:{}", missing.0, missing.1));
+    }
+    for extra in listed.difference(&expected) {
+        problems.push(format!(
+            "listed, but not an acquisition: {}:{}",
+            extra.0, extra.1
+        ));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines()
+        .position(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("`{needle}` not found"))
+        + 1
+}
+
+#[test]
+fn a_user_pack_is_audited_like_a_builtin_backend() {
+    let dir = root().join("fixtures/projects/acme");
+    let code_text = std::fs::read_to_string(dir.join("src/billing.rs")).unwrap();
+
+    let (code, stdout, stderr) = lockaudit(&dir, &["check", "--format", "json"]);
+    assert_eq!(code, 1, "{stderr}");
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let found: BTreeSet<(String, usize, String)> = json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            assert_eq!(f["backend"], "acme-locks");
+            (
+                f["path"].as_str().unwrap().to_string(),
+                f["line"].as_u64().unwrap() as usize,
+                f["check"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let expected: BTreeSet<(String, usize, String)> = [
+        (
+            line_of(&code_text, "\"billing:close-month\""),
+            "missing-purpose",
+        ),
+        (
+            line_of(&code_text, "\"billing:settle\""),
+            "unfenced-correctness-lock",
+        ),
+    ]
+    .into_iter()
+    .map(|(l, c)| ("src/billing.rs".to_string(), l, c.to_string()))
+    .collect();
+    assert_eq!(found, expected);
+
+    let (code, stdout, stderr) = lockaudit(&dir, &["inventory", "--format", "json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let rows = json["locks"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "{stdout}");
+    for r in rows {
+        assert_eq!(r["backend"], "acme-locks");
+        assert_eq!(r["api"], "acme.acquire");
+        assert_eq!(r["release"], "owner-checked");
+        let expected_token = if r["key"] == "billing:invoice-seq" {
+            "yes"
+        } else {
+            "no"
+        };
+        assert_eq!(r["token"], expected_token, "{r}");
+    }
+}
