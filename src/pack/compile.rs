@@ -309,8 +309,7 @@ fn is_ident(s: &str) -> bool {
 
 fn first_line(s: &str) -> String {
     s.lines()
-        .filter(|l| !l.trim().is_empty())
-        .last()
+        .rfind(|l| !l.trim().is_empty())
         .unwrap_or(s)
         .trim()
         .to_string()

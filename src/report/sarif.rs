@@ -164,6 +164,22 @@ fn percent_encode_path(s: &str) -> String {
     out
 }
 
+/// A finding's file as a SARIF artifact location: relative to `%SRCROOT%`
+/// (the current directory) when the path is relative, an absolute `file:`
+/// URI otherwise (a path outside the current directory).
+fn artifact_location(path: &str) -> Value {
+    let absolute = path.starts_with('/') || path.as_bytes().get(1) == Some(&b':');
+    if absolute {
+        let mut p = path.to_string();
+        if !p.starts_with('/') {
+            p.insert(0, '/');
+        }
+        json!({ "uri": format!("file://{}", percent_encode_path(&p)) })
+    } else {
+        json!({ "uri": percent_encode_path(path), "uriBaseId": "%SRCROOT%" })
+    }
+}
+
 pub fn render_with_root(findings: &[Finding], root: &str) -> String {
     let results: Vec<Value> = findings
         .iter()
@@ -175,10 +191,7 @@ pub fn render_with_root(findings: &[Finding], root: &str) -> String {
                 "message": { "text": message_text(f) },
                 "locations": [{
                     "physicalLocation": {
-                        "artifactLocation": {
-                            "uri": percent_encode_path(&f.path),
-                            "uriBaseId": "%SRCROOT%",
-                        },
+                        "artifactLocation": artifact_location(&f.path),
                         "region": region(f),
                     }
                 }],
@@ -199,10 +212,7 @@ pub fn render_with_root(findings: &[Finding], root: &str) -> String {
                             json!({
                                 "id": i + 1,
                                 "physicalLocation": {
-                                    "artifactLocation": {
-                                        "uri": percent_encode_path(&f.path),
-                                        "uriBaseId": "%SRCROOT%",
-                                    },
+                                    "artifactLocation": artifact_location(&f.path),
                                     "region": region(&lf),
                                 },
                                 "message": { "text": capitalise(&l.message) + "." },
