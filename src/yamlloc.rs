@@ -179,6 +179,6 @@ mod tests {
         assert_eq!((loc.line, loc.column), (5, 20));
         assert_eq!(locate(text, &["nope".into()]), None);
         let loc = locate(text, &["apis".into(), 0.into(), "id".into()]).unwrap();
-        assert_eq!((loc.line, loc.column), (3, 11));
+        assert_eq!((loc.line, loc.column), (3, 9));
     }
 }
