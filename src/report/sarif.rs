@@ -33,28 +33,47 @@ pub fn pascal(id: &str) -> String {
         .collect()
 }
 
-/// The first paragraph of `## What it does` in a check's docs.
+/// The first paragraph of `## What it does` in a check's docs, on one
+/// line; when it ends with a colon, the list that follows it too. At most
+/// 1000 characters (GitHub accepts 1024).
 pub fn full_description(docs: &str) -> String {
-    let mut lines = docs
+    let section: Vec<&str> = docs
         .lines()
         .skip_while(|l| !l.starts_with("## What it does"))
-        .skip(1);
-    let mut para = Vec::new();
-    for l in lines.by_ref() {
-        if l.trim().is_empty() {
-            if para.is_empty() {
-                continue;
+        .skip(1)
+        .take_while(|l| !l.starts_with("## ") && !l.starts_with("```"))
+        .collect();
+    let mut blocks = section
+        .split(|l| l.trim().is_empty())
+        .filter(|b| !b.is_empty());
+    let mut text = blocks
+        .next()
+        .unwrap_or_default()
+        .iter()
+        .map(|l| l.trim())
+        .collect::<Vec<_>>()
+        .join(" ");
+    if text.ends_with(':') {
+        let mut items: Vec<String> = Vec::new();
+        for l in blocks.next().unwrap_or_default() {
+            match l.trim_start().strip_prefix("- ") {
+                Some(item) => items.push(item.trim().to_string()),
+                None => {
+                    if let Some(last) = items.last_mut() {
+                        last.push(' ');
+                        last.push_str(l.trim());
+                    }
+                }
             }
-            break;
         }
-        if l.starts_with("## ") {
-            break;
+        if !items.is_empty() {
+            text.push(' ');
+            text.push_str(&items.join(" "));
         }
-        para.push(l.trim());
     }
-    let text = para.join(" ");
+    let text = text.replace("**", "");
     if text.chars().count() > 1000 {
-        text.chars().take(997).collect::<String>() + "..."
+        text.chars().take(999).collect::<String>() + "…"
     } else {
         text
     }
