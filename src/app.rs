@@ -494,7 +494,7 @@ fn init(force: bool) -> Result<ExitStatus, Failure> {
             path.display()
         )));
     }
-    write_atomic(path, config::STARTER.as_bytes())?;
+    write_atomic(path, config::starter().as_bytes())?;
     eprintln!("wrote {}", path.display());
     Ok(ExitStatus::Clean)
 }

@@ -965,6 +965,19 @@ fn init_writes_a_commented_config_with_every_key_that_loads() {
         );
     }
 
+    // Every check is listed with its default severity.
+    let checks = json(&lockaudit(dir, &["rules", "--format", "json"]).stdout);
+    for c in checks.as_array().unwrap() {
+        let id = c["id"].as_str().unwrap();
+        let severity = c["severity"].as_str().unwrap();
+        assert!(
+            lines.iter().any(|l| l.starts_with("#   ")
+                && l.contains(&format!("{id}:"))
+                && l.ends_with(severity)),
+            "`{id}` is not listed:\n{text}"
+        );
+    }
+
     // It loads, and it changes nothing from the defaults.
     let settings = lockaudit::config::load(&path, "lockaudit.yaml").expect("the starter loads");
     assert!(settings.rules.is_empty() && settings.exclude.is_empty());
