@@ -369,6 +369,12 @@ fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
     summary.preexisting = preexisting;
     summary.stale_baseline = stale.len();
     summary.stale_baseline_entries = stale;
+    summary.tool_errors = audit.unreadable.clone();
+    if audit.internal_error {
+        summary
+            .tool_errors
+            .push("internal error while auditing a file (see its parse-error finding)".into());
+    }
     let tty = args.output.is_none() && std::io::stdout().is_terminal();
     let opts = report::Options {
         color: args.output.is_none() && use_color(args.color, tty),

@@ -44,6 +44,10 @@ pub struct Summary {
     pub by_check: BTreeMap<String, usize>,
     /// The stale baseline entries themselves, so they can be pruned.
     pub stale_baseline_entries: Vec<Entry>,
+    /// Why the run could not audit everything (unreadable files, internal
+    /// errors); the run exits 2 when this is not empty.
+    #[serde(skip)]
+    pub tool_errors: Vec<String>,
 }
 
 impl Summary {
@@ -84,7 +88,7 @@ pub fn render(format: Format, findings: &[Finding], summary: &Summary, opts: &Op
         Format::Short => short::render(findings, summary, opts),
         Format::Table => table::render(findings, summary, opts),
         Format::Json => json::render(findings, summary),
-        Format::Sarif => sarif::render(findings),
+        Format::Sarif => sarif::render(findings, summary),
         Format::Github => github::render(findings),
     }
 }

@@ -6,6 +6,7 @@
 
 use serde_json::{json, Value};
 
+use super::Summary;
 use crate::checks::{CheckId, CHECKS};
 use crate::finding::{Finding, Severity};
 
@@ -154,8 +155,8 @@ fn region(f: &Finding) -> Value {
     })
 }
 
-pub fn render(findings: &[Finding]) -> String {
-    render_with_root(findings, &root_uri())
+pub fn render(findings: &[Finding], summary: &Summary) -> String {
+    render_with_root(findings, summary, &root_uri())
 }
 
 fn root_uri() -> String {
@@ -183,6 +184,19 @@ fn percent_encode_path(s: &str) -> String {
     out
 }
 
+/// The run's invocation: whether lockaudit audited everything, and if not, why.
+fn invocation(summary: &Summary) -> Value {
+    let mut inv = json!({ "executionSuccessful": summary.tool_errors.is_empty() });
+    if !summary.tool_errors.is_empty() {
+        inv["toolExecutionNotifications"] = summary
+            .tool_errors
+            .iter()
+            .map(|e| json!({ "level": "error", "message": { "text": e } }))
+            .collect();
+    }
+    inv
+}
+
 /// A finding's file as a SARIF artifact location: relative to `%SRCROOT%`
 /// (the current directory) when the path is relative, an absolute `file:`
 /// URI otherwise (a path outside the current directory).
@@ -199,7 +213,7 @@ fn artifact_location(path: &str) -> Value {
     }
 }
 
-pub fn render_with_root(findings: &[Finding], root: &str) -> String {
+pub fn render_with_root(findings: &[Finding], summary: &Summary, root: &str) -> String {
     let results: Vec<Value> = findings
         .iter()
         .map(|f| {
@@ -267,10 +281,44 @@ pub fn render_with_root(findings: &[Finding], root: &str) -> String {
             },
             "columnKind": "unicodeCodePoints",
             "results": results,
-            "invocations": [{ "executionSuccessful": true }],
+            "invocations": [invocation(summary)],
         }]
     });
     let mut s = serde_json::to_string_pretty(&log).expect("sarif serializes");
     s.push('\n');
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_that_could_not_read_a_file_is_not_successful() {
+        let summary = Summary {
+            tool_errors: vec!["src/a.rs: permission denied".into()],
+            ..Summary::default()
+        };
+        let log: Value =
+            serde_json::from_str(&render_with_root(&[], &summary, "file:///repo/")).unwrap();
+        let inv = &log["runs"][0]["invocations"][0];
+        assert_eq!(inv["executionSuccessful"], false);
+        assert_eq!(inv["toolExecutionNotifications"][0]["level"], "error");
+        let clean: Value =
+            serde_json::from_str(&render_with_root(&[], &Summary::default(), "file:///repo/"))
+                .unwrap();
+        assert_eq!(
+            clean["runs"][0]["invocations"][0]["executionSuccessful"],
+            true
+        );
+        assert!(clean["runs"][0]["invocations"][0]
+            .get("toolExecutionNotifications")
+            .is_none());
+    }
+
+    #[test]
+    fn full_description_takes_the_list_after_a_colon() {
+        let docs = "# x\n\n## What it does\n\nReports two shapes:\n\n- **one**: a\n  b;\n- two.\n\nMore.\n";
+        assert_eq!(full_description(docs), "Reports two shapes: one: a b; two.");
+    }
 }
