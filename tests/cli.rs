@@ -361,6 +361,10 @@ fn json_has_exactly_the_contract_fields_sorted() {
 
 // ---- SARIF ----------------------------------------------------------------
 
+/// The OASIS SARIF 2.1.0 schema (draft 2020-12), as shipped in the npm
+/// package `@microsoft/sarif-multitool-linux` 5.7.0: the same schema the
+/// SARIF Multitool validates with. Formats (`uri`, `date-time`) are checked
+/// too.
 static SARIF_SCHEMA: LazyLock<jsonschema::Validator> = LazyLock::new(|| {
     let schema = json(include_str!("data/sarif-2.1.0.json"));
     jsonschema::draft202012::options()
