@@ -14,6 +14,7 @@ use crate::cli::{
     CheckArgs, Cli, Color, Command, CommonArgs, FailOn, InventoryArgs, InventoryFormat, ListFormat,
 };
 use crate::config::{self, Settings};
+use crate::diag::YamlErrors;
 use crate::engine::{Engine, FileOutcome};
 use crate::exit::ExitStatus;
 use crate::finding::{Finding, Severity};
@@ -57,6 +58,23 @@ pub fn run(cli: Cli) -> ExitStatus {
 /// Prints a miette diagnostic to stderr (no colour unless stderr is a terminal).
 pub fn print_diagnostic(d: &dyn Diagnostic) {
     eprint!("{}", render_diagnostic(d, std::io::stderr().is_terminal()));
+}
+
+/// Prints every problem of a YAML file as its own diagnostic, under one
+/// headline, so each shows its file, line and column.
+pub fn print_yaml_errors(e: &YamlErrors) {
+    eprint!("{}", render_yaml_errors(e, std::io::stderr().is_terminal()));
+}
+
+pub fn render_yaml_errors(e: &YamlErrors, color: bool) -> String {
+    let mut out = format!("error: {e}\n\n");
+    let mut problems: Vec<_> = e.problems.iter().collect();
+    problems.sort_by_key(|p| (p.line, p.column));
+    for p in problems {
+        out.push_str(&render_diagnostic(p, color));
+        out.push('\n');
+    }
+    out
 }
 
 pub fn render_diagnostic(d: &dyn Diagnostic, color: bool) -> String {
@@ -109,14 +127,14 @@ pub fn prepare(paths: &[PathBuf], common: &CommonArgs) -> Result<Prepared, Failu
     };
     let settings = match &config_path {
         Some(p) => config::load(p, &walk::display_path(p, &cwd)).map_err(|e| {
-            print_diagnostic(&e);
+            print_yaml_errors(&e);
             Failure(String::new())
         })?,
         None => Settings::default(),
     };
     let packs = PackSet::load(&settings.rules, &cwd).map_err(|errs| {
         for e in &errs {
-            print_diagnostic(e);
+            print_yaml_errors(e);
         }
         Failure(String::new())
     })?;
@@ -150,7 +168,8 @@ pub struct Audit {
     pub unreadable: Vec<String>,
 }
 
-/// One file's outcome and, when it has findings, its text for rendering.
+/// One file's outcome and its text (kept only when it has findings), or why
+/// it could not be read.
 type FileResult = Result<(FileOutcome, Option<String>), String>;
 
 /// Reads and audits every file, in parallel; results sorted.
@@ -256,8 +275,18 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".lockaudit-")
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".lockaudit-");
+    // A temporary file is private (0600); the report should get the
+    // permissions of the file it replaces, or the umask's default.
+    let perms = match std::fs::metadata(path) {
+        Ok(m) => Some(m.permissions()),
+        Err(_) => default_permissions(),
+    };
+    if let Some(p) = perms {
+        builder.permissions(p);
+    }
+    let mut tmp = builder
         .tempfile_in(&dir)
         .map_err(|e| Failure(format!("{}: cannot write: {e}", path.display())))?;
     tmp.write_all(bytes)
@@ -266,6 +295,18 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
     tmp.persist(path)
         .map_err(|e| Failure(format!("{}: cannot write: {}", path.display(), e.error)))?;
     Ok(())
+}
+
+#[cfg(unix)]
+fn default_permissions() -> Option<std::fs::Permissions> {
+    use std::os::unix::fs::PermissionsExt;
+    // Subject to the umask, as for any newly created file.
+    Some(std::fs::Permissions::from_mode(0o666))
+}
+
+#[cfg(not(unix))]
+fn default_permissions() -> Option<std::fs::Permissions> {
+    None
 }
 
 fn emit(output: Option<&Path>, text: &str) -> Result<(), Failure> {
@@ -289,7 +330,6 @@ fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
     for u in &audit.unreadable {
         eprintln!("error: {u}");
     }
-    let mut summary_extra = (0usize, 0usize);
     if let Some(path) = &args.write_baseline {
         let b = Baseline::from_findings(&audit.findings);
         write_atomic(path, b.to_json().as_bytes())?;
@@ -307,23 +347,37 @@ fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
             ExitStatus::Clean
         });
     }
+    let mut baselined = 0;
+    let mut stale = Vec::new();
     if let Some(path) = &args.baseline {
         let text = std::fs::read_to_string(path)
             .map_err(|e| Failure(format!("{}: cannot read baseline: {e}", path.display())))?;
         let b = Baseline::parse(&text).map_err(|e| Failure(format!("{}: {e}", path.display())))?;
-        let (kept, matched, stale) = b.filter(std::mem::take(&mut audit.findings));
+        let (kept, matched, unmatched) = b.filter(std::mem::take(&mut audit.findings));
         audit.findings = kept;
-        summary_extra = (matched, stale);
+        baselined = matched;
+        stale = unmatched;
     }
+    let mut preexisting = 0;
     if let Some(rev) = &args.new_since {
         let old = crate::gitref::fingerprints_at(rev, &args.paths, &prepared)?;
         let before = audit.findings.len();
-        audit.findings.retain(|f| !old.contains(&f.fingerprint));
-        summary_extra.0 += before - audit.findings.len();
+        audit
+            .findings
+            .retain(|f| f.suppressed.is_some() || !old.contains(&f.fingerprint));
+        preexisting = before - audit.findings.len();
     }
     let mut summary = Summary::new(audit.files, audit.parsed, &audit.findings);
-    summary.baselined = summary_extra.0;
-    summary.stale_baseline = summary_extra.1;
+    summary.baselined = baselined;
+    summary.preexisting = preexisting;
+    summary.stale_baseline = stale.len();
+    summary.stale_baseline_entries = stale;
+    summary.tool_errors = audit.unreadable.clone();
+    if audit.internal_error {
+        summary
+            .tool_errors
+            .push("internal error while auditing a file (see its parse-error finding)".into());
+    }
     let tty = args.output.is_none() && std::io::stdout().is_terminal();
     let opts = report::Options {
         color: args.output.is_none() && use_color(args.color, tty),
@@ -449,7 +503,7 @@ fn init(force: bool) -> Result<ExitStatus, Failure> {
             path.display()
         )));
     }
-    write_atomic(path, config::STARTER.as_bytes())?;
+    write_atomic(path, config::starter().as_bytes())?;
     eprintln!("wrote {}", path.display());
     Ok(ExitStatus::Clean)
 }

@@ -72,9 +72,11 @@ impl Baseline {
         Ok(b)
     }
 
-    /// Splits findings into those not in the baseline (kept), and returns
-    /// (kept, how many matched, how many baseline entries are stale).
-    pub fn filter(&self, findings: Vec<Finding>) -> (Vec<Finding>, usize, usize) {
+    /// Splits findings into those not in the baseline (kept) and the rest.
+    /// Returns (kept, how many matched, the baseline entries that match no
+    /// finding any more). Each entry matches at most one finding, so a
+    /// second copy of a baselined problem is new.
+    pub fn filter(&self, findings: Vec<Finding>) -> (Vec<Finding>, usize, Vec<Entry>) {
         let mut remaining: HashMap<&str, usize> = HashMap::new();
         for e in &self.findings {
             *remaining.entry(e.fingerprint.as_str()).or_default() += 1;
@@ -93,7 +95,15 @@ impl Baseline {
             }
             kept.push(f);
         }
-        let stale = remaining.values().sum();
+        let mut stale = Vec::new();
+        for e in &self.findings {
+            if let Some(n) = remaining.get_mut(e.fingerprint.as_str()) {
+                if *n > 0 {
+                    *n -= 1;
+                    stale.push(e.clone());
+                }
+            }
+        }
         (kept, matched, stale)
     }
 }

@@ -205,28 +205,56 @@ pub fn parse(shown: &str, text: &str, base: &Path) -> Result<Settings, YamlError
     Ok(settings)
 }
 
-/// The starter config `lockaudit init` writes.
-pub const STARTER: &str = r#"# lockaudit configuration. Every key is optional.
-# yaml-language-server: $schema is not needed: unknown keys are errors.
+/// The starter config `lockaudit init` writes: every key, with its default
+/// value and a comment, and every check id with its default severity.
+pub fn starter() -> String {
+    let width = crate::checks::CHECKS
+        .iter()
+        .map(|c| c.id.as_str().len())
+        .max()
+        .unwrap_or(0);
+    let defaults: String = crate::checks::CHECKS
+        .iter()
+        .map(|c| {
+            format!(
+                "#   {:width$}  {}\n",
+                format!("{}:", c.id.as_str()),
+                c.severity.as_str(),
+                width = width + 1
+            )
+        })
+        .collect();
+    STARTER
+        .replace("{DEFAULTS}", &defaults)
+        .replace("{PATTERN}", DEFAULT_LOCK_NAME_PATTERN)
+}
 
-# Extra rule packs (your own lock wrapper, say), relative to this file.
+const STARTER: &str = r#"# lockaudit configuration. Every key is optional, and the values below are
+# the defaults. Unknown keys and bad values are errors.
+
+# Extra rule packs (your own lock wrapper, say), relative to this file:
+#   rules:
+#     - tools/lockaudit/acme-locks.yaml
 rules: []
-#  - tools/lockaudit/acme-locks.yaml
 
-# Severity per check: error | warning | note | off.
+# Severity per check: error | warning | note | off. The checks and their
+# default severities:
+{DEFAULTS}# For example:
+#   checks:
+#     ignored-renewal-failure: error
+#     missing-purpose: warning
 checks: {}
-#  ignored-renewal-failure: error
-#  missing-purpose: warning
 
 # Files not to audit (globs, relative to this file). .gitignore, hidden
-# directories and target/ are skipped already.
+# directories and target/ are skipped already. For example:
+#   exclude:
+#     - "vendor/**"
 exclude: []
-#  - "vendor/**"
 
 # Keys, names and functions whose words match this regex are about locks
 # (`lock_key`, `LockGuard`, "lock:{}"; not `block` or `release`). Plain
 # reads, writes and deletes of other keys (caches) are never flagged.
-lock-name-pattern: "(?i)lock|mutex|leader|lease|semaphore"
+lock-name-pattern: "{PATTERN}"
 
 # What an unannotated acquisition is held to: none | efficiency | correctness.
 # With correctness, the fencing and consensus checks apply to it too.

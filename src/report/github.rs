@@ -31,13 +31,19 @@ pub fn render(findings: &[Finding]) -> String {
             message.push_str("\nhelp: ");
             message.push_str(h);
         }
+        let (start, mut end) = (f.span.start, f.span.end);
+        // An empty span (a parse error's position) still marks one character.
+        if end.line < start.line || (end.line == start.line && end.column <= start.column) {
+            end.line = start.line;
+            end.column = start.column + 1;
+        }
         out.push_str(&format!(
             "::{level} file={},line={},col={},endLine={},endColumn={},title={}::{}\n",
             escape_property(&f.path),
-            f.span.start.line,
-            f.span.start.column,
-            f.span.end.line,
-            f.span.end.column,
+            start.line,
+            start.column,
+            end.line,
+            end.column,
             escape_property(&format!("lockaudit {}", f.check.as_str())),
             escape_data(&message)
         ));

@@ -8,7 +8,7 @@ use miette::{
     Diagnostic, GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource, SourceCode,
 };
 
-use super::{summary_line, Options, Summary};
+use super::{stale_lines, summary_line, Options, Summary};
 use crate::finding::{Finding, Severity};
 
 struct Rendered<'a> {
@@ -92,7 +92,8 @@ pub fn render_one(f: &Finding, text: &str, opts: &Options) -> String {
     }
     let r = Rendered {
         f,
-        src: NamedSource::new(f.path.clone(), text.to_string()).with_language("Rust"),
+        // miette appends the line and column of the first label itself.
+        src: NamedSource::new(&f.path, text.to_string()).with_language("Rust"),
         help,
     };
     let theme = if opts.color {
@@ -126,7 +127,21 @@ pub fn render(findings: &[Finding], summary: &Summary, opts: &Options) -> String
         out.push_str(&render_one(f, text, opts));
         out.push('\n');
     }
+    // A suppressed finding is not shown, but a suppression that does not say
+    // why is worth a line.
+    for f in findings {
+        if f.suppressed.as_deref() == Some("") {
+            out.push_str(&format!(
+                "note: {}:{}:{}: `{}` is suppressed without a reason: say why after the `allow(...)`\n",
+                f.path,
+                f.span.start.line,
+                f.span.start.column,
+                f.check.as_str()
+            ));
+        }
+    }
     if !opts.quiet {
+        out.push_str(&stale_lines(summary));
         out.push_str(&summary_line(summary));
         out.push('\n');
     }

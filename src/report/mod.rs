@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
+use crate::baseline::Entry;
 use crate::finding::Finding;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -30,12 +31,23 @@ pub enum Format {
 pub struct Summary {
     pub files: usize,
     pub parsed: usize,
+    /// Findings reported (not suppressed, not in the baseline).
     pub findings: usize,
     pub suppressed: usize,
+    /// Findings hidden because the baseline records them.
     pub baselined: usize,
+    /// Findings hidden because they were already present at `--new-since REF`.
+    pub preexisting: usize,
+    /// Baseline entries that match no finding any more.
     pub stale_baseline: usize,
     pub by_severity: BTreeMap<String, usize>,
     pub by_check: BTreeMap<String, usize>,
+    /// The stale baseline entries themselves, so they can be pruned.
+    pub stale_baseline_entries: Vec<Entry>,
+    /// Why the run could not audit everything (unreadable files, internal
+    /// errors); the run exits 2 when this is not empty.
+    #[serde(skip)]
+    pub tool_errors: Vec<String>,
 }
 
 impl Summary {
@@ -76,50 +88,53 @@ pub fn render(format: Format, findings: &[Finding], summary: &Summary, opts: &Op
         Format::Short => short::render(findings, summary, opts),
         Format::Table => table::render(findings, summary, opts),
         Format::Json => json::render(findings, summary),
-        Format::Sarif => sarif::render(findings),
+        Format::Sarif => sarif::render(findings, summary),
         Format::Github => github::render(findings),
     }
 }
 
 /// The summary line of the text formats.
 pub(crate) fn summary_line(summary: &Summary) -> String {
-    if summary.findings == 0 {
-        let mut s = format!(
-            "no findings in {} file{}",
-            summary.files,
-            plural(summary.files)
-        );
-        if summary.suppressed > 0 {
-            s.push_str(&format!(" ({} suppressed)", summary.suppressed));
-        }
-        return s;
-    }
-    let parts: Vec<String> = ["error", "warning", "note"]
-        .iter()
-        .filter_map(|k| {
-            summary
-                .by_severity
-                .get(*k)
-                .map(|n| format!("{n} {k}{}", plural(*n)))
-        })
-        .collect();
-    let mut s = format!(
-        "{} finding{} ({}) in {} file{}",
-        summary.findings,
-        plural(summary.findings),
-        parts.join(", "),
+    let mut s = if summary.findings == 0 {
+        "no findings".to_string()
+    } else {
+        let parts: Vec<String> = ["error", "warning", "note"]
+            .iter()
+            .filter_map(|k| {
+                summary
+                    .by_severity
+                    .get(*k)
+                    .map(|n| format!("{n} {k}{}", plural(*n)))
+            })
+            .collect();
+        format!(
+            "{} finding{} ({})",
+            summary.findings,
+            plural(summary.findings),
+            parts.join(", ")
+        )
+    };
+    s.push_str(&format!(
+        " in {} file{}",
         summary.files,
         plural(summary.files)
-    );
+    ));
+    let mut extra = Vec::new();
     if summary.suppressed > 0 {
-        s.push_str(&format!(", {} suppressed", summary.suppressed));
+        extra.push(format!("{} suppressed", summary.suppressed));
     }
     if summary.baselined > 0 {
-        s.push_str(&format!(", {} in the baseline", summary.baselined));
+        extra.push(format!("{} in the baseline", summary.baselined));
+    }
+    if summary.preexisting > 0 {
+        extra.push(format!(
+            "{} already present at the base revision",
+            summary.preexisting
+        ));
     }
     if summary.stale_baseline > 0 {
-        s.push_str(&format!(
-            ", {} stale baseline entr{}",
+        extra.push(format!(
+            "{} stale baseline entr{}",
             summary.stale_baseline,
             if summary.stale_baseline == 1 {
                 "y"
@@ -128,7 +143,28 @@ pub(crate) fn summary_line(summary: &Summary) -> String {
             }
         ));
     }
+    if !extra.is_empty() {
+        s.push_str("; ");
+        s.push_str(&extra.join(", "));
+    }
     s
+}
+
+/// One line per stale baseline entry, for the human format.
+pub(crate) fn stale_lines(summary: &Summary) -> String {
+    let mut out = String::new();
+    for e in &summary.stale_baseline_entries {
+        out.push_str(&format!(
+            "note: stale baseline entry: {} in {} no longer occurs ({})\n",
+            e.check, e.path, e.message
+        ));
+    }
+    if !out.is_empty() {
+        out.push_str(
+            "help: rewrite the baseline with `--write-baseline FILE` to drop stale entries\n",
+        );
+    }
+    out
 }
 
 pub(crate) fn plural(n: usize) -> &'static str {

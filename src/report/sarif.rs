@@ -6,6 +6,7 @@
 
 use serde_json::{json, Value};
 
+use super::Summary;
 use crate::checks::{CheckId, CHECKS};
 use crate::finding::{Finding, Severity};
 
@@ -33,28 +34,47 @@ pub fn pascal(id: &str) -> String {
         .collect()
 }
 
-/// The first paragraph of `## What it does` in a check's docs.
+/// The first paragraph of `## What it does` in a check's docs, on one
+/// line; when it ends with a colon, the list that follows it too. At most
+/// 1000 characters (GitHub accepts 1024).
 pub fn full_description(docs: &str) -> String {
-    let mut lines = docs
+    let section: Vec<&str> = docs
         .lines()
         .skip_while(|l| !l.starts_with("## What it does"))
-        .skip(1);
-    let mut para = Vec::new();
-    for l in lines.by_ref() {
-        if l.trim().is_empty() {
-            if para.is_empty() {
-                continue;
+        .skip(1)
+        .take_while(|l| !l.starts_with("## ") && !l.starts_with("```"))
+        .collect();
+    let mut blocks = section
+        .split(|l| l.trim().is_empty())
+        .filter(|b| !b.is_empty());
+    let mut text = blocks
+        .next()
+        .unwrap_or_default()
+        .iter()
+        .map(|l| l.trim())
+        .collect::<Vec<_>>()
+        .join(" ");
+    if text.ends_with(':') {
+        let mut items: Vec<String> = Vec::new();
+        for l in blocks.next().unwrap_or_default() {
+            match l.trim_start().strip_prefix("- ") {
+                Some(item) => items.push(item.trim().to_string()),
+                None => {
+                    if let Some(last) = items.last_mut() {
+                        last.push(' ');
+                        last.push_str(l.trim());
+                    }
+                }
             }
-            break;
         }
-        if l.starts_with("## ") {
-            break;
+        if !items.is_empty() {
+            text.push(' ');
+            text.push_str(&items.join(" "));
         }
-        para.push(l.trim());
     }
-    let text = para.join(" ");
+    let text = text.replace("**", "");
     if text.chars().count() > 1000 {
-        text.chars().take(997).collect::<String>() + "..."
+        text.chars().take(999).collect::<String>() + "…"
     } else {
         text
     }
@@ -135,8 +155,8 @@ fn region(f: &Finding) -> Value {
     })
 }
 
-pub fn render(findings: &[Finding]) -> String {
-    render_with_root(findings, &root_uri())
+pub fn render(findings: &[Finding], summary: &Summary) -> String {
+    render_with_root(findings, summary, &root_uri())
 }
 
 fn root_uri() -> String {
@@ -164,7 +184,36 @@ fn percent_encode_path(s: &str) -> String {
     out
 }
 
-pub fn render_with_root(findings: &[Finding], root: &str) -> String {
+/// The run's invocation: whether lockaudit audited everything, and if not, why.
+fn invocation(summary: &Summary) -> Value {
+    let mut inv = json!({ "executionSuccessful": summary.tool_errors.is_empty() });
+    if !summary.tool_errors.is_empty() {
+        inv["toolExecutionNotifications"] = summary
+            .tool_errors
+            .iter()
+            .map(|e| json!({ "level": "error", "message": { "text": e } }))
+            .collect();
+    }
+    inv
+}
+
+/// A finding's file as a SARIF artifact location: relative to `%SRCROOT%`
+/// (the current directory) when the path is relative, an absolute `file:`
+/// URI otherwise (a path outside the current directory).
+fn artifact_location(path: &str) -> Value {
+    let absolute = path.starts_with('/') || path.as_bytes().get(1) == Some(&b':');
+    if absolute {
+        let mut p = path.to_string();
+        if !p.starts_with('/') {
+            p.insert(0, '/');
+        }
+        json!({ "uri": format!("file://{}", percent_encode_path(&p)) })
+    } else {
+        json!({ "uri": percent_encode_path(path), "uriBaseId": "%SRCROOT%" })
+    }
+}
+
+pub fn render_with_root(findings: &[Finding], summary: &Summary, root: &str) -> String {
     let results: Vec<Value> = findings
         .iter()
         .map(|f| {
@@ -175,10 +224,7 @@ pub fn render_with_root(findings: &[Finding], root: &str) -> String {
                 "message": { "text": message_text(f) },
                 "locations": [{
                     "physicalLocation": {
-                        "artifactLocation": {
-                            "uri": percent_encode_path(&f.path),
-                            "uriBaseId": "%SRCROOT%",
-                        },
+                        "artifactLocation": artifact_location(&f.path),
                         "region": region(f),
                     }
                 }],
@@ -199,10 +245,7 @@ pub fn render_with_root(findings: &[Finding], root: &str) -> String {
                             json!({
                                 "id": i + 1,
                                 "physicalLocation": {
-                                    "artifactLocation": {
-                                        "uri": percent_encode_path(&f.path),
-                                        "uriBaseId": "%SRCROOT%",
-                                    },
+                                    "artifactLocation": artifact_location(&f.path),
                                     "region": region(&lf),
                                 },
                                 "message": { "text": capitalise(&l.message) + "." },
@@ -238,10 +281,44 @@ pub fn render_with_root(findings: &[Finding], root: &str) -> String {
             },
             "columnKind": "unicodeCodePoints",
             "results": results,
-            "invocations": [{ "executionSuccessful": true }],
+            "invocations": [invocation(summary)],
         }]
     });
     let mut s = serde_json::to_string_pretty(&log).expect("sarif serializes");
     s.push('\n');
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_that_could_not_read_a_file_is_not_successful() {
+        let summary = Summary {
+            tool_errors: vec!["src/a.rs: permission denied".into()],
+            ..Summary::default()
+        };
+        let log: Value =
+            serde_json::from_str(&render_with_root(&[], &summary, "file:///repo/")).unwrap();
+        let inv = &log["runs"][0]["invocations"][0];
+        assert_eq!(inv["executionSuccessful"], false);
+        assert_eq!(inv["toolExecutionNotifications"][0]["level"], "error");
+        let clean: Value =
+            serde_json::from_str(&render_with_root(&[], &Summary::default(), "file:///repo/"))
+                .unwrap();
+        assert_eq!(
+            clean["runs"][0]["invocations"][0]["executionSuccessful"],
+            true
+        );
+        assert!(clean["runs"][0]["invocations"][0]
+            .get("toolExecutionNotifications")
+            .is_none());
+    }
+
+    #[test]
+    fn full_description_takes_the_list_after_a_colon() {
+        let docs = "# x\n\n## What it does\n\nReports two shapes:\n\n- **one**: a\n  b;\n- two.\n\nMore.\n";
+        assert_eq!(full_description(docs), "Reports two shapes: one: a b; two.");
+    }
 }
