@@ -239,7 +239,9 @@ fn resolve_purposes(model: &FileModel, d: &Directives) -> Purposes {
     for e in model.takes() {
         let f = &model.fns[e.func];
         let placement = Placement {
-            stmt_line: e.stmt_line.min(e.span.start.line),
+            // The statement that holds the call; a builder continued from an
+            // earlier `let` starts before it, but is annotated here.
+            stmt_line: e.stmt_line,
             last_line: e.span.end.line.max(e.stmt_line),
             fn_line: Some(f.first_line),
         };

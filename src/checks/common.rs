@@ -55,9 +55,16 @@ impl<'a> CheckCtx<'a> {
 
     /// A finding on an event, with its backend, purpose and item filled in.
     pub fn finding(&self, check: CheckId, e: &Event, message: impl Into<String>) -> Finding {
+        // A release, renewal or read carries the purpose of the lock it
+        // belongs to.
+        let purpose = if matches!(e.role, Role::Acquire | Role::TryAcquire) {
+            self.purpose(e)
+        } else {
+            self.acquisition_for(e).and_then(|a| self.purpose(a))
+        };
         Finding::new(check, e.span, message)
             .backend(Some(&e.backend))
-            .purpose(self.purpose(e))
+            .purpose(purpose)
             .item(&self.model.fns[e.func].qualified)
     }
 

@@ -19,6 +19,10 @@ pub enum ResultUse {
     /// `.unwrap_or(true)`, `.unwrap_or_default()`, `if let Ok(..)` without
     /// an `else`.
     Swallowed { how: String },
+    /// `if let Ok(..) = call { .. }` or `if let Some(..)` with no `else`:
+    /// the success path is guarded (fine for an acquisition), but a failure
+    /// passes silently (a renewal's failure must stop the work).
+    IfLetNoElse,
     /// Bound by `let` to a name.
     Bound,
     /// Inspected: a condition, a `match`, returned, passed on.

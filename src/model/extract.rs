@@ -1696,9 +1696,7 @@ fn result_use(
         }
     }
     if matches!(use_, Use::IfLetNoElse { .. }) {
-        return ResultUse::Swallowed {
-            how: "`if let` without an `else` carries on when it fails".into(),
-        };
+        return ResultUse::IfLetNoElse;
     }
     match (dropped, propagated) {
         (Some(_), true) if matches!(use_, Use::Stmt) => ResultUse::Propagated,
