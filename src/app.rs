@@ -125,13 +125,14 @@ pub fn prepare(paths: &[PathBuf], common: &CommonArgs) -> Result<Prepared, Failu
                 .unwrap_or(Path::new(".")),
         ),
     };
-    let settings = match &config_path {
+    let mut settings = match &config_path {
         Some(p) => config::load(p, &walk::display_path(p, &cwd)).map_err(|e| {
             print_yaml_errors(&e);
             Failure(String::new())
         })?,
         None => Settings::default(),
     };
+    settings.repo_prefix = repo_prefix(&cwd);
     let packs = PackSet::load(&settings.rules, &cwd).map_err(|errs| {
         for e in &errs {
             print_yaml_errors(e);
@@ -155,6 +156,17 @@ pub fn prepare(paths: &[PathBuf], common: &CommonArgs) -> Result<Prepared, Failu
         jobs: common.jobs,
         prefilter: !common.no_prefilter,
     })
+}
+
+/// Where `cwd` sits inside its repository (the nearest ancestor holding
+/// `.git`), with `/` separators; empty outside a repository.
+fn repo_prefix(cwd: &Path) -> String {
+    let abs = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+    abs.ancestors()
+        .find(|d| d.join(".git").exists())
+        .and_then(|root| abs.strip_prefix(root).ok())
+        .map(|rel| rel.to_string_lossy().replace('\\', "/"))
+        .unwrap_or_default()
 }
 
 /// The outcome of auditing every file.

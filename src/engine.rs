@@ -224,7 +224,7 @@ impl Engine<'_> {
                 f.severity = sev;
             }
         }
-        crate::fingerprint::assign(src, &mut findings);
+        crate::fingerprint::assign(src, &mut findings, &self.settings.repo_prefix);
         FileOutcome {
             findings,
             parsed: true,

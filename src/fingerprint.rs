@@ -34,18 +34,51 @@ pub fn normalised_snippet(src: &SourceFile, f: &Finding) -> String {
         .collect()
 }
 
-/// Fills in `fingerprint` for every finding of one file.
-pub fn assign(src: &SourceFile, findings: &mut [Finding]) {
+/// `prefix` + `path`, with `.` and `..` segments resolved lexically.
+pub fn repo_path(prefix: &str, path: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for seg in prefix.split('/').chain(path.split('/')) {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            s => parts.push(s),
+        }
+    }
+    parts.join("/")
+}
+
+/// Fills in `fingerprint` for every finding of one file. `prefix` is where
+/// the current directory sits in the repository.
+pub fn assign(src: &SourceFile, findings: &mut [Finding], prefix: &str) {
     let mut seen: HashMap<u64, usize> = HashMap::new();
     let mut order: Vec<usize> = (0..findings.len()).collect();
     order.sort_by_key(|&i| findings[i].span.start.offset);
     for i in order {
         let f = &findings[i];
         let snippet = normalised_snippet(src, f);
-        let base = fnv1a(&[f.check.as_str(), &f.path, &f.item, &snippet]);
+        let path = repo_path(prefix, &f.path);
+        let base = fnv1a(&[f.check.as_str(), &path, &f.item, &snippet]);
         let n = seen.entry(base).or_insert(0);
         let fp = fnv1a(&[&format!("{base:016x}"), &n.to_string()]);
         *n += 1;
         findings[i].fingerprint = format!("{fp:016x}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn repository_paths() {
+        assert_eq!(
+            super::repo_path("services/api", "src/lib.rs"),
+            "services/api/src/lib.rs"
+        );
+        assert_eq!(
+            super::repo_path("services/api", "../web/x.rs"),
+            "services/web/x.rs"
+        );
+        assert_eq!(super::repo_path("", "./a.rs"), "a.rs");
     }
 }

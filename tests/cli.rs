@@ -999,3 +999,18 @@ fn init_writes_a_commented_config_with_every_key_that_loads() {
     assert_eq!(lockaudit(dir, &["init", "--force"]).code, 0);
     assert_eq!(fs::read_to_string(&path).unwrap(), text);
 }
+
+/// Fingerprints name files by their repository path, so a baseline written
+/// at the repository root matches when lockaudit runs from a subdirectory.
+#[test]
+fn baseline_matches_from_any_directory_of_the_repository() {
+    let tmp = copy_project("mixed");
+    let dir = tmp.path();
+    git(dir, &["init", "-q"]);
+    let run = lockaudit(dir, &["--write-baseline", "baseline.json"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let run = lockaudit(&dir.join("src"), &["--baseline", "../baseline.json", "."]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("in the baseline"), "{}", run.stdout);
+    assert!(!run.stdout.contains("stale"), "{}", run.stdout);
+}

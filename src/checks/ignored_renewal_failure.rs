@@ -33,7 +33,9 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
                 "the reply is dropped (`?` only checks for an error)".to_string()
             }
             ResultUse::Swallowed { how } => how.clone(),
-            ResultUse::IfLetNoElse => "`if let` without an `else` carries on when it fails".to_string(),
+            ResultUse::IfLetNoElse => {
+                "`if let` without an `else` carries on when it fails".to_string()
+            }
             _ => continue,
         };
         out.push(

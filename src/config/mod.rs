@@ -32,6 +32,10 @@ pub struct Settings {
     pub exclude: Vec<String>,
     pub lock_name: Regex,
     pub default_purpose: Option<Purpose>,
+    /// Not from the file: where the current directory sits inside the
+    /// repository (`services/api/`), so that fingerprints name files by
+    /// their repository path whichever directory lockaudit runs from.
+    pub repo_prefix: String,
 }
 
 impl Default for Settings {
@@ -44,6 +48,7 @@ impl Default for Settings {
             exclude: Vec::new(),
             lock_name: Regex::new(DEFAULT_LOCK_NAME_PATTERN).unwrap(),
             default_purpose: None,
+            repo_prefix: String::new(),
         }
     }
 }
