@@ -137,8 +137,9 @@ fn messages_follow_the_convention() {
 fn checks_table() -> String {
     let mut s = String::from("| id | default | fires when |\n|---|---|---|\n");
     for c in CHECKS {
+        // The anchor is what SARIF `helpUri`s point at.
         s.push_str(&format!(
-            "| `{}` | {} | {} |\n",
+            "| <a id=\"{0}\"></a>`{0}` | {1} | {2} |\n",
             c.id.as_str(),
             c.severity.as_str(),
             c.summary
