@@ -139,14 +139,21 @@ fn unknown_config_key_exits_2_naming_file_line_and_column() {
     let tmp = copy_project("annotated");
     fs::write(
         tmp.path().join("lockaudit.yaml"),
-        "default-purpose: none\nfail-fast: true\n",
+        "default-purpose: sometimes\nfail-fast: true\n",
     )
     .unwrap();
     let run = lockaudit(tmp.path(), &[]);
     assert_eq!(run.code, 2, "{run:?}");
+    // The unknown key and the bad value are reported together.
     assert!(
         run.stderr
-            .contains("lockaudit.yaml:2:1: unknown field `fail-fast`"),
+            .contains("lockaudit.yaml:2:1: unknown key `fail-fast`"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("lockaudit.yaml:1:18: `sometimes` is not a purpose"),
         "{}",
         run.stderr
     );

@@ -117,10 +117,15 @@ pub fn parse(shown: &str, text: &str, base: &Path) -> Result<Settings, YamlError
     } else {
         match yaml_serde::from_str(text) {
             Ok(r) => r,
-            Err(e) => {
-                c.serde(&e, Some(HINT.to_string()));
-                return Err(c.finish("config").unwrap_err());
-            }
+            Err(e) => match recover_unknown_keys(&mut c, text) {
+                // Only unknown keys were wrong: they are reported, and the
+                // rest of the file is still validated below.
+                Some(r) => r,
+                None => {
+                    c.serde(&e, Some(HINT.to_string()));
+                    return Err(c.finish("config").unwrap_err());
+                }
+            },
         }
     };
     let mut settings = Settings {
@@ -208,6 +213,66 @@ pub fn parse(shown: &str, text: &str, base: &Path) -> Result<Settings, YamlError
     }
     c.finish("config")?;
     Ok(settings)
+}
+
+const KEYS: [&str; 5] = [
+    "rules",
+    "checks",
+    "exclude",
+    "lock-name-pattern",
+    "default-purpose",
+];
+
+/// Where a top-level key is written (`name:` at the start of a line).
+fn key_loc(text: &str, name: &str) -> Option<crate::yamlloc::Loc> {
+    let mut offset = 0;
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        let bare = line
+            .strip_prefix(name)
+            .is_some_and(|r| r.trim_start().starts_with(':'));
+        let quoted = ["\"", "'"]
+            .iter()
+            .any(|q| line.starts_with(&format!("{q}{name}{q}")));
+        if bare || quoted {
+            return Some(crate::yamlloc::Loc {
+                line: i + 1,
+                column: 1,
+                offset,
+            });
+        }
+        offset += line.len();
+    }
+    None
+}
+
+/// Reports every unknown top-level key at its place, and reads the known
+/// ones, so that one stray key does not hide the other problems. `None`
+/// when the file is wrong in another way (then the parser's error is shown).
+fn recover_unknown_keys(c: &mut Collector, text: &str) -> Option<RawConfig> {
+    let map: yaml_serde::Mapping = yaml_serde::from_str(text).ok()?;
+    let mut known = yaml_serde::Mapping::new();
+    let mut unknown = Vec::new();
+    for (k, v) in map {
+        match k.as_str() {
+            Some(name) if KEYS.contains(&name) => {
+                known.insert(k, v);
+            }
+            Some(name) => unknown.push(name.to_string()),
+            None => return None,
+        }
+    }
+    let raw: RawConfig = yaml_serde::from_value(yaml_serde::Value::Mapping(known)).ok()?;
+    if unknown.is_empty() {
+        return None;
+    }
+    for name in unknown {
+        let msg = format!("unknown key `{name}`");
+        match key_loc(text, &name) {
+            Some(loc) => c.at_loc(loc, msg, Some(HINT.to_string())),
+            None => c.at(&[Seg::Key(name.clone())], msg, Some(HINT.to_string())),
+        }
+    }
+    Some(raw)
 }
 
 /// The starter config `lockaudit init` writes: every key, with its default

@@ -9,7 +9,7 @@ use crate::diag::{Collector, YamlErrors};
 use crate::yamlloc::Seg;
 
 const SCHEMA_HINT: &str =
-    "rules/schema.json lists every field a pack accepts; the README documents the format";
+    "the README's \"Rule packs\" section documents every field a pack accepts (as a JSON Schema: rules/schema.json in the lockaudit repository)";
 
 pub(super) fn compile(path: &str, text: &str, builtin: bool) -> Result<Pack, YamlErrors> {
     let mut c = Collector::new(path, text);
