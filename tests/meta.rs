@@ -94,17 +94,21 @@ fn rs_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     }
 }
 
-#[test]
-fn messages_follow_the_convention() {
-    let packs = PackSet::builtin();
-    let settings = Settings::default();
-    let engine = Engine {
-        packs: &packs,
-        settings: &settings,
+/// Every check enabled, no pre-filter.
+fn engine<'a>(packs: &'a PackSet, settings: &'a Settings) -> Engine<'a> {
+    Engine {
+        packs,
+        settings,
         prefilter: None,
         only: None,
         resolver: None,
-    };
+    }
+}
+
+#[test]
+fn messages_follow_the_convention() {
+    let (packs, settings) = (PackSet::builtin(), Settings::default());
+    let engine = engine(&packs, &settings);
     let mut files = Vec::new();
     rs_files(&root().join("fixtures"), &mut files);
     let mut bad = Vec::new();
@@ -177,15 +181,8 @@ fn readme_checks_table_is_current() {
 /// lockaudit reports nothing on its own source.
 #[test]
 fn dogfood() {
-    let packs = PackSet::builtin();
-    let settings = Settings::default();
-    let engine = Engine {
-        packs: &packs,
-        settings: &settings,
-        prefilter: None,
-        only: None,
-        resolver: None,
-    };
+    let (packs, settings) = (PackSet::builtin(), Settings::default());
+    let engine = engine(&packs, &settings);
     let mut files = Vec::new();
     rs_files(&root().join("src"), &mut files);
     let mut found = Vec::new();

@@ -107,15 +107,7 @@ pub fn render_one(f: &Finding, text: &str, opts: &Options) -> String {
         .with_context_lines(1);
     let mut out = String::new();
     if handler.render_report(&mut out, &r).is_err() {
-        out = format!(
-            "{}:{}:{}: {}[{}]: {}\n",
-            f.path,
-            f.span.start.line,
-            f.span.start.column,
-            f.severity.as_str(),
-            f.check.as_str(),
-            f.message
-        );
+        out = super::short::line(f);
     }
     out
 }

@@ -6,19 +6,24 @@ use crate::finding::Finding;
 pub fn render(findings: &[Finding], summary: &Summary, opts: &Options) -> String {
     let mut out = String::new();
     for f in findings.iter().filter(|f| f.suppressed.is_none()) {
-        out.push_str(&format!(
-            "{}:{}:{}: {}[{}]: {}\n",
-            f.path,
-            f.span.start.line,
-            f.span.start.column,
-            f.severity.as_str(),
-            f.check.as_str(),
-            f.message
-        ));
+        out.push_str(&line(f));
     }
     if !opts.quiet {
         out.push_str(&summary_line(summary));
         out.push('\n');
     }
     out
+}
+
+/// One finding as `path:line:col: severity[check]: message` and a newline.
+pub fn line(f: &Finding) -> String {
+    format!(
+        "{}:{}:{}: {}[{}]: {}\n",
+        f.path,
+        f.span.start.line,
+        f.span.start.column,
+        f.severity.as_str(),
+        f.check.as_str(),
+        f.message
+    )
 }
