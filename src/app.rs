@@ -144,7 +144,7 @@ pub fn prepare(paths: &[PathBuf], common: &CommonArgs) -> Result<Prepared, Failu
         (cwd.as_path(), common.exclude.as_slice()),
     ])?;
     let mut notes = Vec::new();
-    let files = walk::collect(paths, &excludes, &mut notes)?;
+    let files = walk::collect(paths, &excludes, common.force_exclude, &mut notes)?;
     for n in notes {
         eprintln!("note: {n}");
     }

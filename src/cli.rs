@@ -61,6 +61,9 @@ pub struct CommonArgs {
     /// Do not audit files matching GLOB (relative to the current directory); repeatable
     #[arg(long, value_name = "GLOB")]
     pub exclude: Vec<String>,
+    /// Apply the excludes to files named on the command line too (for pre-commit)
+    #[arg(long)]
+    pub force_exclude: bool,
     /// Worker threads (default: all cores)
     #[arg(long, short = 'j', value_name = "N")]
     pub jobs: Option<usize>,

@@ -56,13 +56,21 @@ impl Excludes {
 pub fn collect(
     paths: &[PathBuf],
     excludes: &Excludes,
+    force_exclude: bool,
     notes: &mut Vec<String>,
 ) -> Result<Vec<PathBuf>, WalkError> {
     let mut out = Vec::new();
     for p in paths {
         let meta = std::fs::metadata(p).map_err(|_| WalkError::Missing(p.display().to_string()))?;
         if meta.is_file() {
-            out.push(p.clone());
+            // A file named on the command line is audited even if excluded,
+            // unless `--force-exclude` says otherwise (pre-commit passes
+            // every staged file by name).
+            if !(force_exclude
+                && (excludes.excluded(p, false) || ancestors_excluded(p, Path::new(""), excludes)))
+            {
+                out.push(p.clone());
+            }
             continue;
         }
         if !meta.is_dir() {

@@ -1021,3 +1021,28 @@ fn baseline_matches_from_any_directory_of_the_repository() {
     assert!(run.stdout.contains("in the baseline"), "{}", run.stdout);
     assert!(!run.stdout.contains("stale"), "{}", run.stdout);
 }
+
+/// A file named on the command line is audited even if excluded, unless
+/// `--force-exclude` (what the pre-commit hook passes).
+#[test]
+fn force_exclude_applies_excludes_to_named_files() {
+    let tmp = copy_project("unannotated");
+    let dir = tmp.path();
+    fs::write(dir.join("lockaudit.yaml"), "exclude:\n  - \"src/**\"\n").unwrap();
+    let file = fs::read_dir(dir.join("src"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "rs"))
+        .unwrap();
+    let rel = file
+        .strip_prefix(dir)
+        .unwrap()
+        .to_string_lossy()
+        .to_string();
+    let run = lockaudit(dir, &["check", &rel]);
+    assert_eq!(run.code, 1, "a named file is audited: {run:?}");
+    let run = lockaudit(dir, &["check", "--force-exclude", &rel]);
+    assert_eq!(run.code, 0, "--force-exclude skips it: {run:?}");
+    let run = lockaudit(dir, &["check", "."]);
+    assert_eq!(run.code, 0, "walking skips excluded files: {run:?}");
+}
