@@ -15,8 +15,8 @@ use crate::pack::PackSet;
 use crate::prefilter::Prefilter;
 use crate::source::{SourceFile, Span};
 
-/// Deeper bracket nesting than this is reported as a parse error instead of
-/// risking the parser's stack.
+/// Deeper bracket nesting (or a longer run of prefix operators) than this is
+/// reported as a parse error instead of risking the parser's stack.
 pub const MAX_NESTING: usize = 256;
 
 /// What the run shares with every file.
@@ -68,10 +68,16 @@ impl Engine<'_> {
                     .unwrap_or_else(|| "unknown panic".into());
                 let mut f = checks::parse_error_finding(
                     Span::default_at_start(),
-                    &format!("internal error while auditing this file ({msg}); please report it"),
+                    &format!("lockaudit crashed on it ({msg})"),
                 );
                 f.path = path.to_string();
                 f.message = format!("internal error: {}", f.message);
+                f.labels.clear();
+                f.help = Some(
+                    "this is a bug in lockaudit: please report it with the file, or a \
+                     reduced copy of it; the other files were audited"
+                        .into(),
+                );
                 FileOutcome {
                     findings: vec![f],
                     parsed: true,
@@ -83,6 +89,9 @@ impl Engine<'_> {
     }
 
     fn check_inner(&self, path: &str, bytes: &[u8], inventory: bool) -> FileOutcome {
+        if forced_panic(path) {
+            panic!("forced by LOCKAUDIT_INTERNAL_PANIC_ON");
+        }
         let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
         let text = match std::str::from_utf8(bytes) {
             Ok(t) => t,
@@ -116,7 +125,9 @@ impl Engine<'_> {
                     start: pos,
                     end: pos,
                 },
-                &format!("brackets nest deeper than {MAX_NESTING} levels"),
+                &format!(
+                    "brackets, generics or prefix operators nest deeper than {MAX_NESTING} levels"
+                ),
             );
             return self.finish(&src, vec![f], None);
         }
@@ -146,6 +157,20 @@ impl Engine<'_> {
             },
         );
         drop(file);
+        if let Some(line) = model.too_deep {
+            let pos = src.pos_of_line_col(line, 0);
+            let f = checks::parse_error_finding(
+                Span {
+                    start: pos,
+                    end: pos,
+                },
+                &format!(
+                    "an expression here nests deeper than {} levels",
+                    extract::MAX_EXPR_DEPTH
+                ),
+            );
+            return self.finish(&src, vec![f], None);
+        }
         let purposes = resolve_purposes(&model, &directives);
         let ctx = CheckCtx {
             src: &src,
@@ -234,6 +259,15 @@ impl Engine<'_> {
     }
 }
 
+/// `LOCKAUDIT_INTERNAL_PANIC_ON=<file name>` makes auditing that file
+/// panic: how the tests prove that one file's crash loses no other file.
+fn forced_panic(path: &str) -> bool {
+    static NAME: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    NAME.get_or_init(|| std::env::var("LOCKAUDIT_INTERNAL_PANIC_ON").ok())
+        .as_deref()
+        .is_some_and(|n| !n.is_empty() && path.rsplit('/').next() == Some(n))
+}
+
 fn resolve_purposes(model: &FileModel, d: &Directives) -> Purposes {
     let mut lookups = vec![None; model.events.len()];
     for e in model.takes() {
@@ -250,31 +284,80 @@ fn resolve_purposes(model: &FileModel, d: &Directives) -> Purposes {
     Purposes { lookups }
 }
 
-/// The offset where bracket nesting first exceeds [`MAX_NESTING`]. Counts
-/// brackets outside string and char literals and comments, roughly: it may
-/// over-count, which only makes it stricter near the limit.
+/// The offset where bracket nesting, generic nesting or a run of prefix
+/// operators first exceeds [`MAX_NESTING`]. A rough lexer: it skips comments (nested block
+/// comments too), string, raw string and char literals; where it misreads,
+/// it can only over-count, which makes it stricter near the limit.
 fn too_deep(bytes: &[u8]) -> Option<usize> {
+    let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
     let mut depth = 0usize;
+    // Prefix operators in a row (`!!!!x`, `- - -x`, `&&&&x`, `|| || ||`)
+    // nest like brackets in the parser.
+    let mut ops = 0usize;
+    let mut angles = 0usize;
     let mut i = 0;
     while i < bytes.len() {
-        match bytes[i] {
+        let b = bytes[i];
+        let next = bytes.get(i + 1).copied();
+        match b {
+            b'!' | b'-' | b'*' | b'&' | b'|' if !(b == b'*' && next == Some(b'/')) => {
+                ops += 1;
+                if ops > MAX_NESTING {
+                    return Some(i);
+                }
+                i += 1;
+                continue;
+            }
+            b' ' | b'\t' | b'\n' | b'\r' => {
+                i += 1;
+                continue;
+            }
+            _ => {}
+        }
+        if !(b == b'/' && matches!(next, Some(b'/' | b'*'))) {
+            ops = 0;
+        }
+        match b {
+            // Generic arguments: `Vec<`, `::<`. A comparison written `a<b`
+            // also counts, but only until the statement or block ends.
+            b'<' if i > 0 && (ident(bytes[i - 1]) || bytes[i - 1] == b':') => {
+                angles += 1;
+                if angles > MAX_NESTING {
+                    return Some(i);
+                }
+            }
+            b'>' => angles = angles.saturating_sub(1),
+            b';' => angles = 0,
             b'(' | b'[' | b'{' => {
+                if b == b'{' {
+                    angles = 0;
+                }
                 depth += 1;
                 if depth > MAX_NESTING {
                     return Some(i);
                 }
             }
-            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
-            b'"' => {
-                i += 1;
-                while i < bytes.len() && bytes[i] != b'"' {
-                    if bytes[i] == b'\\' {
-                        i += 1;
-                    }
-                    i += 1;
+            b')' | b']' | b'}' => {
+                if b == b'}' {
+                    angles = 0;
+                }
+                depth = depth.saturating_sub(1);
+            }
+            b'"' => i = skip_string(bytes, i + 1),
+            b'r' if (i == 0
+                || !ident(bytes[i - 1])
+                || (bytes[i - 1] == b'b' && (i < 2 || !ident(bytes[i - 2])))) =>
+            {
+                let mut j = i + 1;
+                while bytes.get(j) == Some(&b'#') {
+                    j += 1;
+                }
+                if bytes.get(j) == Some(&b'"') {
+                    let hashes = j - i - 1;
+                    i = skip_raw_string(bytes, j + 1, hashes);
                 }
             }
-            b'\'' if bytes.get(i + 1) == Some(&b'\\') => {
+            b'\'' if next == Some(b'\\') => {
                 // An escaped char literal: skip to its closing quote.
                 let mut j = i + 2;
                 while j < bytes.len() && j < i + 12 && bytes[j] != b'\'' {
@@ -283,14 +366,88 @@ fn too_deep(bytes: &[u8]) -> Option<usize> {
                 i = j;
             }
             b'\'' if bytes.get(i + 2) == Some(&b'\'') => i += 2,
-            b'/' if bytes.get(i + 1) == Some(&b'/') => {
+            b'/' if next == Some(b'/') => {
                 while i < bytes.len() && bytes[i] != b'\n' {
                     i += 1;
                 }
+            }
+            b'/' if next == Some(b'*') => {
+                let mut level = 1;
+                i += 2;
+                while i < bytes.len() && level > 0 {
+                    if bytes[i] == b'/' && bytes.get(i + 1) == Some(&b'*') {
+                        level += 1;
+                        i += 1;
+                    } else if bytes[i] == b'*' && bytes.get(i + 1) == Some(&b'/') {
+                        level -= 1;
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                continue;
             }
             _ => {}
         }
         i += 1;
     }
     None
+}
+
+/// The offset of the closing quote of a string whose text starts at `i`.
+fn skip_string(bytes: &[u8], mut i: usize) -> usize {
+    while i < bytes.len() && bytes[i] != b'"' {
+        if bytes[i] == b'\\' {
+            i += 1;
+        }
+        i += 1;
+    }
+    i
+}
+
+/// The offset of the last `#` closing a raw string (`"` followed by
+/// `hashes` of them) whose text starts at `i`.
+fn skip_raw_string(bytes: &[u8], mut i: usize, hashes: usize) -> usize {
+    while i < bytes.len() {
+        if bytes[i] == b'"'
+            && bytes.len() >= i + 1 + hashes
+            && bytes[i + 1..i + 1 + hashes].iter().all(|&h| h == b'#')
+        {
+            return i + hashes;
+        }
+        i += 1;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nesting_is_counted_outside_literals_and_comments() {
+        let deep = |n: usize, open: &str| format!("fn f() {{ {} }}", open.repeat(n));
+        assert!(too_deep(deep(MAX_NESTING + 1, "(").as_bytes()).is_some());
+        assert!(too_deep(deep(MAX_NESTING - 5, "(").as_bytes()).is_none());
+        assert!(too_deep(deep(MAX_NESTING + 1, "!").as_bytes()).is_some());
+        assert!(too_deep(deep(MAX_NESTING + 1, "- ").as_bytes()).is_some());
+        assert!(too_deep(deep(MAX_NESTING + 1, "Vec<").as_bytes()).is_some());
+        // Inside literals and comments nothing counts.
+        let quiet = [
+            format!("const S: &str = \"{}\";", "(".repeat(1000)),
+            format!("const S: &str = r#\"\"{}\"#;", "(".repeat(1000)),
+            format!("const S: &[u8] = br\"{}\";", "[".repeat(1000)),
+            format!("// {}\nfn f() {{}}", "-".repeat(1000)),
+            format!(
+                "/* /* {} */ {} */ fn f() {{}}",
+                "*".repeat(1000),
+                "(".repeat(1000)
+            ),
+            format!("fn f() {{ {} }}", "'('".repeat(1000)),
+            format!("fn f() {{ {} }}", "a && b ".repeat(1000)),
+            format!("fn f() {{ {} }}", "let x = a<b; ".repeat(1000)),
+        ];
+        for q in quiet {
+            assert_eq!(too_deep(q.as_bytes()), None, "{}", &q[..40]);
+        }
+    }
 }

@@ -171,6 +171,9 @@ pub struct FnModel {
 pub struct FileModel {
     pub fns: Vec<FnModel>,
     pub events: Vec<Event>,
+    /// The line of a statement whose expressions nest deeper than the
+    /// extractor walks: the model is incomplete.
+    pub too_deep: Option<usize>,
 }
 
 impl FileModel {

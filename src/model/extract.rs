@@ -156,6 +156,7 @@ fn run<'ast>(cx: &Cx<'_, 'ast>, fns: &[FnItem<'ast>], detail: bool) -> FileModel
             guards: Vec::new(),
             stmt_line: span.start.line,
             detail,
+            depth: 0,
         };
         w.block(item.body);
     }
@@ -484,6 +485,8 @@ struct Chain<'ast> {
     segs: Vec<Seg<'ast>>,
     /// Segments that came from a `let`-bound builder this chain continues.
     inherited: usize,
+    /// The root came from a `let` binding (already walked at the `let`).
+    resolved: bool,
     /// The variable the chain starts from, if any.
     var: Option<String>,
 }
@@ -584,6 +587,7 @@ fn flatten<'ast>(cx: &Cx<'_, 'ast>, e: &'ast Expr) -> Chain<'ast> {
         root_expr: cur,
         segs,
         inherited: 0,
+        resolved: false,
         var,
     }
 }
@@ -626,7 +630,14 @@ struct Walker<'a, 'c, 'ast> {
     guards: Vec<usize>,
     stmt_line: usize,
     detail: bool,
+    /// Expressions being walked, outermost first: bounded so that machine-
+    /// generated code (a 20,000-term `a + b + …`) cannot exhaust the stack.
+    depth: usize,
 }
+
+/// Deeper expression nesting than this stops the walk; the file is then
+/// reported as not audited rather than risking the stack.
+pub const MAX_EXPR_DEPTH: usize = 1000;
 
 impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
     fn block(&mut self, b: &'ast syn::Block) {
@@ -720,6 +731,17 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
     }
 
     fn expr(&mut self, e: &'ast Expr, use_: Use) {
+        if self.depth >= MAX_EXPR_DEPTH {
+            // No `e.span()` here: it would walk the deep tree again.
+            self.model.too_deep.get_or_insert(self.stmt_line);
+            return;
+        }
+        self.depth += 1;
+        self.expr_inner(e, use_);
+        self.depth -= 1;
+    }
+
+    fn expr_inner(&mut self, e: &'ast Expr, use_: Use) {
         match e {
             Expr::MethodCall(_) | Expr::Call(_) | Expr::Await(_) | Expr::Try(_) => {
                 self.chain(e, use_);
@@ -930,6 +952,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                     root_expr,
                     segs: all,
                     inherited: c.inherited,
+                    resolved: true,
                     var: c.var,
                 };
             }
@@ -946,7 +969,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         }
         // Walk nested expressions: the root's and every own segment's arguments.
         match &chain.root {
-            Root::Call { args, .. } | Root::Macro { args, .. } if chain.inherited == 0 => {
+            Root::Call { args, .. } | Root::Macro { args, .. } if !chain.resolved => {
                 for a in args.clone() {
                     self.expr(a, Use::Value);
                 }
@@ -954,7 +977,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             // A root that is itself a call of a non-path (`(self.f)(x)`,
             // `make()(x)`) or an unparsed macro: walk its parts, never the
             // root again (it would flatten to this same chain).
-            Root::Other if chain.inherited == 0 => match chain.root_expr {
+            Root::Other if !chain.resolved => match chain.root_expr {
                 Expr::Call(c) => {
                     self.expr(&c.func, Use::Value);
                     for a in &c.args {
@@ -994,7 +1017,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             let crate_path = n == 1
                 || matches!(first.as_str(), "crate" | "self" | "super" | "Self")
                 || self.cx.modules.contains(&first);
-            if (this_file || crate_path) && chain.inherited == 0 {
+            if (this_file || crate_path) && !chain.resolved {
                 let span = self.cx.src.span_of(chain.root_expr.span());
                 self.model.fns[self.f].calls.push(CallSite {
                     name,
