@@ -47,21 +47,32 @@ pub struct SourceFile {
     pub path: String,
     pub text: String,
     line_starts: Vec<usize>,
+    /// Lines that hold only ASCII, where a column is a byte offset: keeps
+    /// positions O(1) on a megabyte-long generated line.
+    ascii_lines: Vec<bool>,
 }
 
 impl SourceFile {
     pub fn new(path: impl Into<String>, text: impl Into<String>) -> Self {
         let text = text.into();
         let mut line_starts = vec![0];
+        let mut ascii_lines = Vec::new();
+        let mut ascii = true;
         for (i, b) in text.bytes().enumerate() {
             if b == b'\n' {
                 line_starts.push(i + 1);
+                ascii_lines.push(ascii);
+                ascii = true;
+            } else if b >= 0x80 {
+                ascii = false;
             }
         }
+        ascii_lines.push(ascii);
         SourceFile {
             path: path.into(),
             text,
             line_starts,
+            ascii_lines,
         }
     }
 
@@ -94,7 +105,11 @@ impl SourceFile {
             Err(i) => i - 1,
         };
         let start = self.line_starts[line_idx];
-        let column = self.text[start..offset].chars().count() + 1;
+        let column = if self.ascii_lines[line_idx] {
+            offset - start + 1
+        } else {
+            self.text[start..offset].chars().count() + 1
+        };
         Pos {
             line: line_idx + 1,
             column,
@@ -109,6 +124,14 @@ impl SourceFile {
         }
         let start = self.line_starts[line - 1];
         let line_text = self.line_text(line);
+        if self.ascii_lines[line - 1] {
+            let byte_in_line = col0.min(line_text.len());
+            return Pos {
+                line,
+                column: col0 + 1,
+                offset: start + byte_in_line,
+            };
+        }
         let byte_in_line = line_text
             .char_indices()
             .nth(col0)
