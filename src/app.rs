@@ -99,16 +99,23 @@ pub struct Prepared {
     pub cwd: PathBuf,
     pub jobs: Option<usize>,
     pub prefilter: bool,
+    /// Directories the walk could not read.
+    pub walk_errors: Vec<String>,
 }
 
 pub fn prepare(paths: &[PathBuf], common: &CommonArgs) -> Result<Prepared, Failure> {
     let cwd = std::env::current_dir()?;
     for p in paths {
-        if !p.exists() {
-            return Err(Failure(format!(
-                "{}: no such file or directory",
-                p.display()
-            )));
+        match std::fs::metadata(p) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Failure(format!(
+                    "{}: no such file or directory",
+                    p.display()
+                )))
+            }
+            // A symlink loop, a directory that cannot be searched, ...
+            Err(e) => return Err(Failure(format!("{}: cannot read: {e}", p.display()))),
         }
     }
     let config_path = match &common.config {
@@ -144,7 +151,14 @@ pub fn prepare(paths: &[PathBuf], common: &CommonArgs) -> Result<Prepared, Failu
         (cwd.as_path(), common.exclude.as_slice()),
     ])?;
     let mut notes = Vec::new();
-    let files = walk::collect(paths, &excludes, common.force_exclude, &mut notes)?;
+    let mut walk_errors = Vec::new();
+    let files = walk::collect(
+        paths,
+        &excludes,
+        common.force_exclude,
+        &mut notes,
+        &mut walk_errors,
+    )?;
     for n in notes {
         eprintln!("note: {n}");
     }
@@ -155,6 +169,7 @@ pub fn prepare(paths: &[PathBuf], common: &CommonArgs) -> Result<Prepared, Failu
         cwd,
         jobs: common.jobs,
         prefilter: !common.no_prefilter,
+        walk_errors,
     })
 }
 
@@ -181,8 +196,8 @@ pub struct Audit {
 }
 
 /// One file's outcome and its text (kept only when it has findings), or why
-/// it could not be read.
-type FileResult = Result<(FileOutcome, Option<String>), String>;
+/// it could not be read (`true`: it no longer exists).
+type FileResult = Result<(FileOutcome, Option<String>), (bool, String)>;
 
 /// Reads and audits every file, in parallel; results sorted.
 pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
@@ -199,7 +214,7 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
     };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(p.jobs.unwrap_or(0))
-        .stack_size(32 * 1024 * 1024)
+        .stack_size(64 * 1024 * 1024)
         .thread_name(|i| format!("lockaudit-{i}"))
         .build()?;
     let results: Vec<(String, FileResult)> = pool.install(|| {
@@ -214,7 +229,7 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
                             .then(|| String::from_utf8_lossy(&bytes).into_owned());
                         Ok((out, text))
                     }
-                    Err(e) => Err(e.to_string()),
+                    Err(e) => Err((e.kind() == std::io::ErrorKind::NotFound, e.to_string())),
                 };
                 (shown, r)
             })
@@ -227,7 +242,7 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
         files: 0,
         parsed: 0,
         internal_error: false,
-        unreadable: Vec::new(),
+        unreadable: p.walk_errors.clone(),
     };
     for (shown, r) in results {
         match r {
@@ -242,7 +257,9 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
                     audit.sources.insert(shown, t);
                 }
             }
-            Err(e) => audit.unreadable.push(format!("{shown}: {e}")),
+            // Deleted between the walk and the read: nothing to audit.
+            Err((true, _)) => eprintln!("note: {shown}: removed during the run, skipped"),
+            Err((false, e)) => audit.unreadable.push(format!("{shown}: {e}")),
         }
     }
     audit
@@ -283,6 +300,25 @@ fn fails(findings: &[Finding], fail_on: FailOn) -> bool {
 /// Writes `bytes` to `path` atomically: a temporary file in the same
 /// directory, then a rename. An interrupted run leaves the old file or none.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
+    let cannot = |e: std::io::Error| Failure(format!("{}: cannot write: {e}", path.display()));
+    // A symbolic link is kept: its target is replaced.
+    let resolved;
+    let path = match std::fs::canonicalize(path) {
+        Ok(p) if p.as_path() != path => {
+            resolved = p;
+            resolved.as_path()
+        }
+        _ => path,
+    };
+    // `/dev/null`, `/dev/stdout` or a FIFO is written in place: renaming a
+    // file over a device would replace the device.
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        return std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(bytes))
+            .map_err(cannot);
+    }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),

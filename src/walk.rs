@@ -52,12 +52,13 @@ impl Excludes {
 }
 
 /// Every `.rs` file under `paths`, sorted, each once. Notes about skipped
-/// entries go to `notes`.
+/// entries go to `notes`, entries that could not be read to `errors`.
 pub fn collect(
     paths: &[PathBuf],
     excludes: &Excludes,
     force_exclude: bool,
     notes: &mut Vec<String>,
+    errors: &mut Vec<String>,
 ) -> Result<Vec<PathBuf>, WalkError> {
     let mut out = Vec::new();
     for p in paths {
@@ -99,19 +100,30 @@ pub fn collect(
         for entry in walker {
             let entry = match entry {
                 Ok(e) => e,
+                // An unreadable directory: its files would be missing
+                // from the report, so the run fails (exit 2) at the end.
                 Err(e) => {
-                    notes.push(format!("{e}"));
+                    errors.push(format!("{e}"));
                     continue;
                 }
             };
             let Some(ft) = entry.file_type() else {
                 continue;
             };
-            if !ft.is_file() {
-                continue;
-            }
             let path = entry.path();
             if path.extension().and_then(|e| e.to_str()) != Some("rs") {
+                continue;
+            }
+            if !ft.is_file() {
+                // Not silently: a `.rs` name that is not read is said.
+                if ft.is_symlink() {
+                    notes.push(format!(
+                        "{}: symbolic link not followed, skipped (name its target to audit it)",
+                        path.display()
+                    ));
+                } else if !ft.is_dir() {
+                    notes.push(format!("{}: not a regular file, skipped", path.display()));
+                }
                 continue;
             }
             if excludes.excluded(path, false) || ancestors_excluded(path, p, excludes) {
