@@ -1,0 +1,625 @@
+//! Hostile input: every file below gets a defined outcome (a `parse-error`
+//! finding, a skip with a note on stderr, or exit 2 for a path that cannot
+//! be read), never a panic, a hang or a silently shorter report. Also: a
+//! panic in one file loses no other file, and property tests for what an
+//! edit that changes nothing must not change.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use lockaudit::config::Settings;
+use lockaudit::engine::Engine;
+use lockaudit::finding::Finding;
+use lockaudit::pack::PackSet;
+use proptest::prelude::*;
+
+#[derive(Debug)]
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn lockaudit_with(dir: &Path, args: &[&str], setup: impl FnOnce(&mut Command)) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockaudit"));
+    cmd.args(args)
+        .current_dir(dir)
+        .env_remove("NO_COLOR")
+        .env_remove("CLICOLOR_FORCE")
+        .env_remove("LOCKAUDIT_INTERNAL_PANIC_ON");
+    setup(&mut cmd);
+    let out = cmd.output().expect("the lockaudit binary runs");
+    Run {
+        code: out
+            .status
+            .code()
+            .expect("lockaudit exits with a code, not a signal"),
+        stdout: String::from_utf8(out.stdout).expect("stdout is UTF-8"),
+        stderr: String::from_utf8(out.stderr).expect("stderr is UTF-8"),
+    }
+}
+
+fn lockaudit(dir: &Path, args: &[&str]) -> Run {
+    lockaudit_with(dir, args, |_| {})
+}
+
+/// A file with one certain finding, to prove the rest of a run survives.
+const WITNESS: &str = "use redis::Commands;
+
+fn release_lock(con: &mut redis::Connection, lock_key: &str) -> redis::RedisResult<()> {
+    con.del(lock_key)?;
+    Ok(())
+}
+";
+
+const WITNESS_LINE: &str = "witness.rs:4:9: error[unowned-release]";
+
+/// A directory holding the witness and one hostile file.
+fn with_hostile(name: &str, bytes: &[u8]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("witness.rs"), WITNESS).unwrap();
+    fs::write(dir.path().join(name), bytes).unwrap();
+    dir
+}
+
+fn short(dir: &Path, extra: &[&str]) -> Run {
+    let mut args = vec!["check", "--format", "short", "--no-prefilter"];
+    args.extend_from_slice(extra);
+    args.push(".");
+    lockaudit(dir, &args)
+}
+
+fn assert_parse_error(name: &str, bytes: &[u8], position: &str, message: &str) {
+    let dir = with_hostile(name, bytes);
+    let r = short(dir.path(), &[]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stdout.contains(WITNESS_LINE), "{r:?}");
+    let expected =
+        format!("{name}:{position}: error[parse-error]: file was not audited: {message}");
+    assert!(
+        r.stdout.lines().any(|l| l.starts_with(&expected)),
+        "expected `{expected}` in\n{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("2 findings (2 errors) in 2 files"),
+        "{r:?}"
+    );
+    assert!(!r.stderr.contains("panicked"), "{r:?}");
+}
+
+#[test]
+fn twenty_thousand_nested_parentheses() {
+    let src = format!(
+        "fn f() -> u32 {{ let lock = {}1{}; lock }}\n",
+        "(".repeat(20_000),
+        ")".repeat(20_000)
+    );
+    assert_parse_error(
+        "parens.rs",
+        src.as_bytes(),
+        "1:283",
+        "brackets, generics or prefix operators nest deeper than 256 levels",
+    );
+}
+
+#[test]
+fn twenty_thousand_nested_blocks() {
+    let src = format!(
+        "fn f() {{\n{}{}\n}}\n",
+        "{".repeat(20_000),
+        "}".repeat(20_000)
+    );
+    assert_parse_error(
+        "blocks.rs",
+        src.as_bytes(),
+        "2:256",
+        "brackets, generics or prefix operators nest deeper than 256 levels",
+    );
+}
+
+#[test]
+fn twenty_thousand_prefix_operators_and_generics() {
+    let src = format!("fn f() -> bool {{\n    {}true\n}}\n", "!".repeat(20_000));
+    assert_parse_error(
+        "nots.rs",
+        src.as_bytes(),
+        "2:261",
+        "brackets, generics or prefix operators nest deeper than 256 levels",
+    );
+    let src = format!(
+        "type Lock = {}u8{};\n",
+        "Vec<".repeat(20_000),
+        ">".repeat(20_000)
+    );
+    assert_parse_error(
+        "generics.rs",
+        src.as_bytes(),
+        "1:1040",
+        "brackets, generics or prefix operators nest deeper than 256 levels",
+    );
+}
+
+/// No brackets at all, but a syntax tree 2,000 levels deep: the extractor
+/// stops at its own bound instead of the stack's.
+#[test]
+fn a_flat_expression_with_two_thousand_terms() {
+    let src = format!(
+        "fn lock_count() -> u32 {{\n    let n = 1;\n    {}\n}}\n",
+        vec!["n"; 2_000].join(" + ")
+    );
+    assert_parse_error(
+        "flat.rs",
+        src.as_bytes(),
+        "3:1",
+        "an expression here nests deeper than 1000 levels",
+    );
+    let chain: String = (0..2_000)
+        .map(|i| format!("if lock == {i} {{ {i} }} else "))
+        .collect();
+    let src = format!("fn f(lock: u32) -> u32 {{\n    {chain}{{ 0 }}\n}}\n");
+    assert_parse_error(
+        "else_if.rs",
+        src.as_bytes(),
+        "2:1",
+        "an expression here nests deeper than 1000 levels",
+    );
+}
+
+/// A 5 MB line is audited, and a finding after it has the right column.
+#[test]
+fn a_five_megabyte_line() {
+    let mut src = String::from("use redis::Commands;\n");
+    src.push_str(&format!(
+        "const BLOB: &str = \"{}\";\n",
+        "é".repeat(2_500_000)
+    ));
+    src.push_str(&format!(
+        "fn release_lock(con: &mut redis::Connection, lock_key: &str) -> redis::RedisResult<()> {{ let _ = BLOB; {} con.del(lock_key) }}\n",
+        "let _x = 1; ".repeat(400_000)
+    ));
+    let dir = with_hostile("long.rs", src.as_bytes());
+    let r = short(dir.path(), &[]);
+    assert_eq!(r.code, 1, "{r:?}");
+    let col = "fn release_lock(con: &mut redis::Connection, lock_key: &str) -> redis::RedisResult<()> { let _ = BLOB; ".chars().count()
+        + "let _x = 1; ".len() * 400_000
+        + " con.".len()
+        + 1;
+    let expected = format!("long.rs:3:{col}: error[unowned-release]");
+    assert!(r.stdout.contains(&expected), "{expected} in {}", &r.stdout);
+    assert!(r.stdout.contains(WITNESS_LINE), "{r:?}");
+}
+
+#[test]
+fn binary_bytes() {
+    // Bytes 0 to 127 are ASCII (with a line feed at 10); 128 is not UTF-8.
+    let mut bytes = b"fn main() {}\n".to_vec();
+    bytes.extend((0..=255u8).cycle().take(4096));
+    assert_parse_error(
+        "blob.rs",
+        &bytes,
+        "3:118",
+        "not UTF-8 text (invalid byte at offset 141)",
+    );
+}
+
+#[test]
+fn latin1_text() {
+    // "// Verrou distribué" in ISO-8859-1.
+    let bytes = b"fn main() {}\n// Verrou distribu\xe9\n";
+    assert_parse_error(
+        "latin1.rs",
+        bytes,
+        "2:19",
+        "not UTF-8 text (invalid byte at offset 31)",
+    );
+}
+
+#[test]
+fn a_byte_order_mark_is_not_text() {
+    let mut bytes = b"\xEF\xBB\xBF".to_vec();
+    bytes.extend_from_slice(WITNESS.as_bytes());
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("witness.rs"), &bytes).unwrap();
+    let r = short(dir.path(), &[]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stdout.contains(WITNESS_LINE), "{r:?}");
+    let r = lockaudit(
+        dir.path(),
+        &["check", "--no-prefilter", "--color", "never", "."],
+    );
+    assert!(r.stdout.contains("    con.del(lock_key)?;"), "{r:?}");
+    assert!(!r.stdout.contains('\u{feff}'), "{r:?}");
+}
+
+#[test]
+fn empty_and_blank_files() {
+    let dir = with_hostile("empty.rs", b"");
+    fs::write(dir.path().join("blank.rs"), "\n\n   \n").unwrap();
+    let r = short(dir.path(), &[]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.stdout.ends_with("1 finding (1 error) in 3 files\n"),
+        "{r:?}"
+    );
+}
+
+fn mkfifo(path: &Path) {
+    let ok = Command::new("mkfifo").arg(path).status().unwrap().success();
+    assert!(ok, "mkfifo {}", path.display());
+}
+
+/// A FIFO is never opened (opening one blocks until a writer comes).
+#[test]
+fn fifos_are_skipped_with_a_note() {
+    let dir = with_hostile("plain.rs", b"fn main() {}\n");
+    mkfifo(&dir.path().join("pipe.rs"));
+    let r = short(dir.path(), &[]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stdout.contains("in 2 files"), "{r:?}");
+    assert!(
+        r.stderr.contains("pipe.rs: not a regular file, skipped"),
+        "{r:?}"
+    );
+    // Named on the command line: the same.
+    let r = lockaudit(dir.path(), &["check", "pipe.rs", "witness.rs"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.stderr
+            .contains("pipe.rs: not a regular file or directory, skipped"),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn devices_are_skipped_with_a_note() {
+    let dir = with_hostile("plain.rs", b"fn main() {}\n");
+    let r = lockaudit(
+        dir.path(),
+        &["check", "--format", "short", "/dev/null", "witness.rs"],
+    );
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.stderr
+            .contains("/dev/null: not a regular file or directory, skipped"),
+        "{r:?}"
+    );
+    assert!(r.stdout.contains(WITNESS_LINE), "{r:?}");
+}
+
+/// Reports written to a device are written into it, not renamed over it.
+#[test]
+fn output_to_a_device_keeps_the_device() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = with_hostile("plain.rs", b"fn main() {}\n");
+    let r = lockaudit(
+        dir.path(),
+        &["check", "--format", "json", "--output", "/dev/null", "."],
+    );
+    assert_eq!(r.code, 1, "{r:?}");
+    let meta = fs::metadata("/dev/null").unwrap();
+    assert!(
+        meta.file_type().is_char_device(),
+        "/dev/null is still a device"
+    );
+}
+
+#[test]
+fn symlink_loops_are_not_followed() {
+    let dir = with_hostile("plain.rs", b"fn main() {}\n");
+    std::os::unix::fs::symlink("loop_b", dir.path().join("loop_a")).unwrap();
+    std::os::unix::fs::symlink("loop_a", dir.path().join("loop_b")).unwrap();
+    std::os::unix::fs::symlink(".", dir.path().join("self_dir")).unwrap();
+    std::os::unix::fs::symlink("witness.rs", dir.path().join("alias.rs")).unwrap();
+    let r = short(dir.path(), &[]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.stdout.ends_with("1 finding (1 error) in 2 files\n"),
+        "{r:?}"
+    );
+    assert!(
+        r.stderr.contains("alias.rs: symbolic link not followed"),
+        "{r:?}"
+    );
+    // A loop named on the command line cannot be read: exit 2.
+    let r = lockaudit(dir.path(), &["check", "loop_a"]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.contains("loop_a: cannot read:"), "{r:?}");
+}
+
+fn is_root() -> bool {
+    let out = Command::new("id").arg("-u").output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim() == "0"
+}
+
+/// Runs as an unprivileged user when the tests run as root (root reads
+/// everything), so that a mode of 000 means what it says.
+fn unprivileged(cmd: &mut Command) {
+    if is_root() {
+        use std::os::unix::process::CommandExt;
+        cmd.uid(65534).gid(65534);
+    }
+}
+
+fn open_up(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    for p in [dir.to_path_buf(), dir.join("witness.rs")] {
+        let mode = if p.is_dir() { 0o755 } else { 0o644 };
+        fs::set_permissions(&p, fs::Permissions::from_mode(mode)).unwrap();
+    }
+}
+
+#[test]
+fn unreadable_files_fail_the_run() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = with_hostile("secret.rs", b"fn main() {}\n");
+    open_up(dir.path());
+    let secret = dir.path().join("secret.rs");
+    fs::set_permissions(&secret, fs::Permissions::from_mode(0o000)).unwrap();
+    if is_root() && !binary_reachable_by_nobody() {
+        eprintln!("skipped: the test binary is not reachable by uid 65534");
+        return;
+    }
+    let args = ["check", "--format", "short", "--no-prefilter", "."];
+    let r = lockaudit_with(dir.path(), &args, unprivileged);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.contains("secret.rs: Permission denied"), "{r:?}");
+    assert!(
+        r.stdout.contains(WITNESS_LINE),
+        "the other file is still audited: {r:?}"
+    );
+    // An unreadable directory: also exit 2, never a shorter report.
+    fs::set_permissions(&secret, fs::Permissions::from_mode(0o644)).unwrap();
+    let sub = dir.path().join("sealed");
+    fs::create_dir(&sub).unwrap();
+    fs::write(sub.join("inner.rs"), WITNESS).unwrap();
+    fs::set_permissions(&sub, fs::Permissions::from_mode(0o000)).unwrap();
+    let r = lockaudit_with(dir.path(), &args, unprivileged);
+    fs::set_permissions(&sub, fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(r.stderr.contains("sealed"), "{r:?}");
+    assert!(r.stdout.contains(WITNESS_LINE), "{r:?}");
+}
+
+/// Whether every directory above the binary lets others through.
+fn binary_reachable_by_nobody() -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    Path::new(env!("CARGO_BIN_EXE_lockaudit"))
+        .ancestors()
+        .skip(1)
+        .all(|d| fs::metadata(d).is_ok_and(|m| m.permissions().mode() & 0o001 != 0))
+        && std::env::temp_dir()
+            .ancestors()
+            .all(|d| fs::metadata(d).is_ok_and(|m| m.permissions().mode() & 0o001 != 0))
+}
+
+/// A file deleted between the walk and the read is skipped with a note.
+#[test]
+fn files_that_vanish_during_the_run() {
+    let dir = with_hostile("gone.rs", b"fn main() {}\n");
+    let common = lockaudit::cli::CommonArgs::default();
+    let prepared = lockaudit::app::prepare(&[dir.path().to_path_buf()], &common).unwrap();
+    assert_eq!(prepared.files.len(), 2);
+    fs::remove_file(dir.path().join("gone.rs")).unwrap();
+    let audit = lockaudit::app::audit(&prepared, false).unwrap();
+    assert_eq!(audit.files, 1);
+    assert!(audit.unreadable.is_empty(), "{:?}", audit.unreadable);
+    assert_eq!(audit.findings.len(), 1);
+}
+
+/// A panic inside one file's audit is an internal-error finding on that
+/// file; every other file is still audited; the run exits 2.
+#[test]
+fn a_panic_loses_no_other_file() {
+    let dir = with_hostile("crash.rs", b"fn main() {}\n");
+    for i in 0..20 {
+        fs::write(dir.path().join(format!("w{i:02}.rs")), WITNESS).unwrap();
+    }
+    let r = lockaudit_with(
+        dir.path(),
+        &[
+            "check",
+            "--format",
+            "short",
+            "--no-prefilter",
+            "--jobs",
+            "2",
+            ".",
+        ],
+        |c| {
+            c.env("LOCKAUDIT_INTERNAL_PANIC_ON", "crash.rs")
+                .env("RUST_BACKTRACE", "0");
+        },
+    );
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        r.stdout.contains("crash.rs:1:1: error[parse-error]: internal error: file was not audited: lockaudit crashed on it (forced by LOCKAUDIT_INTERNAL_PANIC_ON)"),
+        "{r:?}"
+    );
+    assert!(
+        r.stdout.ends_with("22 findings (22 errors) in 22 files\n"),
+        "{r:?}"
+    );
+    // JSON says so too, and every witness is there.
+    let r = lockaudit_with(
+        dir.path(),
+        &["check", "--format", "json", "--no-prefilter", "."],
+        |c| {
+            c.env("LOCKAUDIT_INTERNAL_PANIC_ON", "crash.rs")
+                .env("RUST_BACKTRACE", "0");
+        },
+    );
+    assert_eq!(r.code, 2);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let n = v["findings"].as_array().unwrap().len();
+    assert_eq!(n, 22, "{}", r.stdout);
+}
+
+// ---------------------------------------------------------------------------
+// Properties.
+
+fn fixture_texts() -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/checks");
+    let mut out = Vec::new();
+    for check in fs::read_dir(&root).unwrap() {
+        let check = check.unwrap().path();
+        for f in fs::read_dir(&check).unwrap() {
+            let f: PathBuf = f.unwrap().path();
+            if f.extension().is_some_and(|e| e == "rs")
+                && f.parent() != Some(&root.join("parse-error"))
+            {
+                let text = fs::read_to_string(&f).unwrap();
+                let rel = f.strip_prefix(env!("CARGO_MANIFEST_DIR")).unwrap();
+                out.push((rel.to_string_lossy().into_owned(), text));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn audit_text(path: &str, text: &str) -> Vec<Finding> {
+    let packs = PackSet::builtin();
+    let settings = Settings::default();
+    let engine = Engine {
+        packs: &packs,
+        settings: &settings,
+        prefilter: None,
+        only: None,
+        resolver: None,
+    };
+    engine.check_bytes(path, text.as_bytes(), false).findings
+}
+
+/// What must survive an edit that only moves lines: everything but lines.
+fn shape(f: &Finding) -> (String, String, usize, String, Option<String>) {
+    (
+        f.check.as_str().to_string(),
+        f.message.clone(),
+        f.span.start.column,
+        f.fingerprint.clone(),
+        f.suppressed.clone(),
+    )
+}
+
+/// Inserts `insert` before the 0-based line `at` of `text`, and returns the
+/// new text with the number of lines inserted.
+fn insert_lines(text: &str, at: usize, insert: &str) -> (String, usize) {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let at = at.min(lines.len());
+    let mut out = String::new();
+    for l in &lines[..at] {
+        out.push_str(l);
+    }
+    out.push_str(insert);
+    for l in &lines[at..] {
+        out.push_str(l);
+    }
+    (out, insert.matches('\n').count())
+}
+
+/// Where blank lines or comment lines may go without changing the code:
+/// before a line that starts an item, outside any string, and not between
+/// the item and the comment or attribute block above it (a blank line
+/// there detaches a `lock-purpose:` annotation, as the SPEC says).
+fn safe_gaps(text: &str) -> Vec<usize> {
+    let mut gaps = vec![0];
+    let mut in_raw = false;
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, line) in lines.iter().enumerate() {
+        let prev = if i == 0 { "" } else { lines[i - 1].trim() };
+        let detached = prev.is_empty() || prev == "}" || prev.ends_with(';');
+        let quotes = line.matches("r#\"").count() + line.matches("\"#").count();
+        if quotes % 2 == 1 {
+            in_raw = !in_raw;
+        }
+        let t = line.trim_start();
+        let starts_item = t.starts_with("fn ")
+            || t.starts_with("pub fn ")
+            || t.starts_with("impl ")
+            || t.starts_with("struct ")
+            || t.starts_with("use ")
+            || t.starts_with("async fn ");
+        if starts_item && detached && !in_raw && !line.contains('"') {
+            gaps.push(i);
+        }
+    }
+    gaps
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, .. ProptestConfig::default() })]
+
+    /// Blank lines or comments above code move findings down and change
+    /// nothing else: not their columns, messages, suppressions or
+    /// fingerprints.
+    #[test]
+    fn inserting_blank_lines_or_comments_moves_findings_only(
+        pick in 0usize..1000,
+        gap in 0usize..1000,
+        blank in 1usize..4,
+        comment in proptest::option::of("[a-z ]{0,30}"),
+    ) {
+        let files = fixture_texts();
+        let (path, text) = &files[pick % files.len()];
+        let gaps = safe_gaps(text);
+        let at = gaps[gap % gaps.len()];
+        let mut insert = "\n".repeat(blank);
+        if let Some(c) = &comment {
+            insert.push_str(&format!("// {c}\n"));
+        }
+        let before = audit_text(path, text);
+        let (edited, added) = insert_lines(text, at, &insert);
+        let after = audit_text(path, &edited);
+        prop_assert_eq!(before.len(), after.len(), "{} at line {}", path, at);
+        for (b, a) in before.iter().zip(&after) {
+            prop_assert_eq!(shape(b), shape(a), "{} at line {}", path, at);
+            let expected = if b.span.start.line > at { b.span.start.line + added } else { b.span.start.line };
+            prop_assert_eq!(a.span.start.line, expected, "{} at line {}", path, at);
+        }
+    }
+}
+
+proptest! {
+    // Each case runs the binary twice.
+    #![proptest_config(ProptestConfig { cases: 6, .. ProptestConfig::default() })]
+
+    /// The order files are named in never changes the output.
+    #[test]
+    fn file_order_never_changes_the_output(seed in any::<u64>()) {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files: Vec<String> = fixture_texts().into_iter().map(|(p, _)| p).take(12).collect();
+        let base = {
+            let mut args = vec!["check".to_string(), "--format".into(), "json".into()];
+            args.extend(files.iter().cloned());
+            let a: Vec<&str> = args.iter().map(String::as_str).collect();
+            lockaudit(root, &a).stdout
+        };
+        // A seeded shuffle.
+        let mut s = seed | 1;
+        for i in (1..files.len()).rev() {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            files.swap(i, (s % (i as u64 + 1)) as usize);
+        }
+        let mut args = vec!["check".to_string(), "--format".into(), "json".into()];
+        args.extend(files.iter().cloned());
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        let shuffled = lockaudit(root, &a).stdout;
+        prop_assert_eq!(base, shuffled);
+    }
+}
+
+/// The properties above are only as strong as the findings they move.
+#[test]
+fn the_property_fixtures_have_findings() {
+    let files = fixture_texts();
+    let total: usize = files.iter().map(|(p, t)| audit_text(p, t).len()).sum();
+    assert!(
+        files.len() > 20 && total > 40,
+        "{} files, {total} findings",
+        files.len()
+    );
+}
