@@ -19,17 +19,34 @@ use crate::pack::{PackSet, Role};
 
 struct Gate {
     needle: usize,
+    /// The API's word must stand as a whole identifier or string (a
+    /// method, function, macro or command name), not inside another word.
+    ident: bool,
     crates: Vec<usize>,
     needs_lock_name: bool,
 }
 
+/// How a needle was seen in the file.
+#[derive(Clone, Copy, Default)]
+struct Seen {
+    /// Anywhere, even inside a word.
+    sub: bool,
+    /// As a whole identifier (`.lock(`, `"SET"`).
+    ident: bool,
+    /// As a word of an identifier ([`crate::model::lockname::word_at`]).
+    word: bool,
+}
+
 pub struct Prefilter {
     ac: AhoCorasick,
-    /// Needles whose presence alone makes a file worth parsing.
+    /// Needles whose presence anywhere makes a file worth parsing.
     always: Vec<bool>,
     gates: Vec<Gate>,
     count: usize,
+    /// Needle texts, by pattern id.
+    words: Vec<String>,
     lock_name: Regex,
+    unanchored: bool,
 }
 
 impl Prefilter {
@@ -43,7 +60,6 @@ impl Prefilter {
         let mut always_ids = vec![intern("lock-purpose"), intern("lockaudit")];
         let mut gates = Vec::new();
         for pack in &packs.packs {
-            let crates: Vec<usize> = pack.crates.iter().map(|c| intern(c)).collect();
             for api in &pack.apis {
                 if matches!(
                     api.role,
@@ -56,31 +72,36 @@ impl Prefilter {
                     continue;
                 }
                 let m = &api.matcher;
-                let mut words: Vec<String> = Vec::new();
-                if let Some(x) = &m.method {
-                    words.push(x.clone());
+                // The extractor anchors an API on an identifier or string
+                // equal to its name; an API without one is matched on the
+                // text of its statement, which holds a pack trigger word.
+                let (words, ident): (Vec<String>, bool) = if let Some(x) = &m.method {
+                    (vec![x.clone()], true)
                 } else if let Some(f) = &m.function {
-                    words.extend(f.last().cloned());
+                    (f.last().cloned().into_iter().collect(), true)
                 } else if let Some(x) = &m.macro_name {
-                    words.push(x.clone());
+                    (vec![x.clone()], true)
                 } else if let Some(x) = &m.command {
-                    words.push(x.clone());
+                    (vec![x.clone()], true)
                 } else {
-                    words.extend(pack.trigger_words.iter().cloned());
-                }
-                let gate_crate = m.needs_crate && !pack.crates.is_empty();
+                    (pack.trigger_words.to_vec(), false)
+                };
+                let evidence = m.evidence_crates(pack);
+                let gate_crate = m.needs_crate && !evidence.is_empty();
+                let crates: Vec<usize> = if gate_crate {
+                    evidence.iter().map(|c| intern(c)).collect()
+                } else {
+                    Vec::new()
+                };
                 for w in words {
                     let needle = intern(&w);
-                    if !gate_crate && !api.needs_lock_name {
+                    if !ident && !gate_crate && !api.needs_lock_name {
                         always_ids.push(needle);
                     } else {
                         gates.push(Gate {
                             needle,
-                            crates: if gate_crate {
-                                crates.clone()
-                            } else {
-                                Vec::new()
-                            },
+                            ident,
+                            crates: crates.clone(),
                             needs_lock_name: api.needs_lock_name,
                         });
                     }
@@ -104,33 +125,90 @@ impl Prefilter {
             always,
             gates,
             count,
+            words: needles.into_iter().map(|(_, w)| w).collect(),
             lock_name: lock_name.clone(),
+            unanchored: !["^", "$", "\\b", "\\B", "\\A", "\\z", "\\<", "\\>"]
+                .iter()
+                .any(|a| lock_name.as_str().contains(a)),
         }
+    }
+
+    /// Whether some word of the file is a lock name, exactly as the
+    /// extractor decides it of an identifier or key (every key, binding and
+    /// function name it asks about is spelled in the file; a string literal
+    /// spelled with escapes such as `\x6cock` is the one thing missed).
+    fn lock_named(&self, bytes: &[u8]) -> bool {
+        let text = String::from_utf8_lossy(bytes);
+        // A cheap reject first, where a match inside a word implies a match
+        // in the whole text: not for anchored patterns (`^lock$`).
+        if self.unanchored && !self.lock_name.is_match(&text) {
+            return false;
+        }
+        crate::model::lockname::is_lock_name(&self.lock_name, &text)
     }
 
     /// Whether the file could produce any finding.
     pub fn could_match(&self, bytes: &[u8]) -> bool {
-        let mut seen = vec![false; self.count];
+        self.reason(bytes).is_some()
+    }
+
+    /// The word that makes the file worth parsing, if any (for benchmarks
+    /// and for tuning packs: which word lets a file through).
+    pub fn reason(&self, bytes: &[u8]) -> Option<&str> {
+        let mut seen = vec![Seen::default(); self.count];
         let mut any = false;
         for m in self.ac.find_overlapping_iter(bytes) {
             let i = m.pattern().as_usize();
             if self.always[i] {
-                return true;
+                return Some(&self.words[i]);
             }
-            seen[i] = true;
+            let s = &mut seen[i];
+            s.sub = true;
+            s.ident |= ident_at(bytes, m.start(), m.end());
+            s.word |= crate::model::lockname::word_at(bytes, m.start(), m.end());
             any = true;
         }
         if !any {
-            return false;
+            return None;
         }
         let mut lock_named: Option<bool> = None;
-        self.gates.iter().any(|g| {
-            seen[g.needle]
-                && (g.crates.is_empty() || g.crates.iter().any(|&c| seen[c]))
-                && (!g.needs_lock_name
-                    || *lock_named.get_or_insert_with(|| {
-                        self.lock_name.is_match(&String::from_utf8_lossy(bytes))
-                    }))
-        })
+        self.gates
+            .iter()
+            .find(|g| {
+                let s = seen[g.needle];
+                (if g.ident { s.ident } else { s.sub })
+                    && (g.crates.is_empty() || g.crates.iter().any(|&c| seen[c].word))
+                    && (!g.needs_lock_name
+                        || *lock_named.get_or_insert_with(|| self.lock_named(bytes)))
+            })
+            .map(|g| self.words[g.needle].as_str())
+    }
+}
+
+/// Whether `bytes[start..end]` is a whole identifier or string body: no
+/// identifier character on either side.
+fn ident_at(bytes: &[u8], start: usize, end: usize) -> bool {
+    let id = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80;
+    (start == 0 || !id(bytes[start - 1])) && bytes.get(end).is_none_or(|&b| !id(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DEL: &str = "fn release(con: &mut redis::Connection, lock: &str) {\n    \
+                       redis::cmd(\"DEL\").arg(lock).query::<()>(con).ok();\n}\n";
+
+    /// An anchored `lock-name-pattern` matches words, never the whole
+    /// text: the pre-filter must judge words as the extractor does.
+    #[test]
+    fn anchored_lock_name_patterns_are_judged_per_word() {
+        let packs = PackSet::builtin();
+        for pattern in ["(?i)lock", "(?i)^lock$", r"(?i)\block\b"] {
+            let pre = Prefilter::new(&packs, &Regex::new(pattern).unwrap());
+            assert!(pre.could_match(DEL.as_bytes()), "{pattern}");
+            let cache = DEL.replace("lock", "entry");
+            assert!(!pre.could_match(cache.as_bytes()), "{pattern}");
+        }
     }
 }

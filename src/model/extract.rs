@@ -22,7 +22,7 @@ use syn::{Expr, Pat, Stmt};
 
 use super::event::*;
 use super::keys;
-use super::lockname::is_lock_name;
+use super::lockname::{is_lock_name, mentions_word};
 use crate::pack::{ApiRef, ExpirySource, KeySpec, PackSet, ResultKind};
 use crate::source::{SourceFile, Span};
 
@@ -1540,7 +1540,6 @@ impl<'ast> View<'ast> {
         }
         let crates = m.evidence_crates(pack);
         if m.needs_crate && !crates.is_empty() {
-            let recv = self.receiver.to_lowercase();
             let root_mentions = self
                 .root_fn
                 .as_ref()
@@ -1548,7 +1547,7 @@ impl<'ast> View<'ast> {
                 .is_some_and(|first| crates.iter().any(|c| c == first));
             if !root_mentions
                 && !crates.iter().any(|c| self.file_has_crate.contains(c))
-                && !crates.iter().any(|c| recv.contains(&c.to_lowercase()))
+                && !crates.iter().any(|c| mentions_word(&self.receiver, c))
             {
                 return false;
             }

@@ -44,6 +44,41 @@ fn words(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
+/// Whether `bytes[start..end]` is a run of whole words of an identifier:
+/// on each side a non-letter, or a change from lower case (or a digit) to
+/// upper case. So `redis` is a word of `redis_conn`, `myRedisPool` and
+/// `REDIS`, but not of `predis` or `Redistribute`; `elock` is not one of
+/// `OnceLock`.
+pub fn word_at(bytes: &[u8], start: usize, end: usize) -> bool {
+    if start >= end || end > bytes.len() {
+        return false;
+    }
+    let lower_or_digit = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    let (first, last) = (bytes[start], bytes[end - 1]);
+    let left = start == 0 || {
+        let p = bytes[start - 1];
+        !p.is_ascii_alphabetic() || (lower_or_digit(p) && first.is_ascii_uppercase())
+    };
+    let right = end == bytes.len() || {
+        let n = bytes[end];
+        !n.is_ascii_alphabetic() || (n.is_ascii_uppercase() && lower_or_digit(last))
+    };
+    left && right
+}
+
+/// Whether `word` (any case) occurs in `text` as whole words ([`word_at`]):
+/// how a receiver's name is evidence of a client crate.
+pub fn mentions_word(text: &str, word: &str) -> bool {
+    if word.is_empty() {
+        return false;
+    }
+    let lower = text.to_ascii_lowercase();
+    let word = word.to_ascii_lowercase();
+    lower
+        .match_indices(&word)
+        .any(|(i, _)| word_at(text.as_bytes(), i, i + word.len()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -78,5 +113,26 @@ mod tests {
         ] {
             assert!(!is_lock_name(&re, no), "{no}");
         }
+    }
+
+    #[test]
+    fn crate_names_are_words_of_a_receiver() {
+        for yes in [
+            "redis",
+            "redis_conn",
+            "self.redis",
+            "myRedisPool",
+            "REDIS",
+            "redis2",
+            "pool.redis_client",
+        ] {
+            assert!(mentions_word(yes, "redis"), "{yes}");
+        }
+        for no in ["predis", "Redistribute", "redisconn", "once_lock"] {
+            assert!(!mentions_word(no, "redis"), "{no}");
+        }
+        assert!(!mentions_word("ONCE.get_or_init", "elock"));
+        assert!(!mentions_word("OnceLock", "elock"));
+        assert!(mentions_word("self.etcd_client", "etcd_client"));
     }
 }
