@@ -35,12 +35,17 @@ struct Seen {
     ident: bool,
     /// As a word of an identifier ([`crate::model::lockname::word_at`]).
     word: bool,
+    /// Starting a word ([`starts_word`]): how trigger words count.
+    start: bool,
 }
 
 pub struct Prefilter {
     ac: AhoCorasick,
     /// Needles whose presence anywhere makes a file worth parsing.
     always: Vec<bool>,
+    /// Needles whose presence at the start of a word makes a file worth
+    /// parsing (trigger words of APIs that need no other evidence).
+    always_start: Vec<bool>,
     gates: Vec<Gate>,
     count: usize,
     /// Needle texts, by pattern id.
@@ -57,7 +62,8 @@ impl Prefilter {
             let n = ids.len();
             *ids.entry(w).or_insert(n)
         };
-        let mut always_ids = vec![intern("lock-purpose"), intern("lockaudit")];
+        let always_ids = vec![intern("lock-purpose"), intern("lockaudit")];
+        let mut always_start_ids = Vec::new();
         let mut gates = Vec::new();
         for pack in &packs.packs {
             for api in &pack.apis {
@@ -96,7 +102,7 @@ impl Prefilter {
                 for w in words {
                     let needle = intern(&w);
                     if !ident && !gate_crate && !api.needs_lock_name {
-                        always_ids.push(needle);
+                        always_start_ids.push(needle);
                     } else {
                         gates.push(Gate {
                             needle,
@@ -120,9 +126,14 @@ impl Prefilter {
         for i in always_ids {
             always[i] = true;
         }
+        let mut always_start = vec![false; count];
+        for i in always_start_ids {
+            always_start[i] = true;
+        }
         Prefilter {
             ac,
             always,
+            always_start,
             gates,
             count,
             words: needles.into_iter().map(|(_, w)| w).collect(),
@@ -159,13 +170,15 @@ impl Prefilter {
         let mut any = false;
         for m in self.ac.find_overlapping_iter(bytes) {
             let i = m.pattern().as_usize();
-            if self.always[i] {
+            let start = starts_word(bytes, m.start());
+            if self.always[i] || (start && self.always_start[i]) {
                 return Some(&self.words[i]);
             }
             let s = &mut seen[i];
             s.sub = true;
             s.ident |= ident_at(bytes, m.start(), m.end());
             s.word |= crate::model::lockname::word_at(bytes, m.start(), m.end());
+            s.start |= start;
             any = true;
         }
         if !any {
@@ -176,7 +189,7 @@ impl Prefilter {
             .iter()
             .find(|g| {
                 let s = seen[g.needle];
-                (if g.ident { s.ident } else { s.sub })
+                (if g.ident { s.ident } else { s.start })
                     && (g.crates.is_empty() || g.crates.iter().any(|&c| seen[c].word))
                     && (!g.needs_lock_name
                         || *lock_named.get_or_insert_with(|| self.lock_named(bytes)))
@@ -185,11 +198,31 @@ impl Prefilter {
     }
 }
 
+/// Whether the text at `start` begins a word: no identifier character
+/// before it.
+fn starts_word(bytes: &[u8], start: usize) -> bool {
+    start == 0 || !is_ident_byte(bytes[start - 1])
+}
+
+fn is_ident_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80
+}
+
+/// Whether `word` (any case) starts a word somewhere in `text`, given
+/// `lower`, its ASCII lower-case copy: how a pack's trigger word admits its
+/// text-matched APIs, here and in the extractor.
+pub fn mentions_trigger(text: &str, lower: &str, word: &str) -> bool {
+    let word = word.to_ascii_lowercase();
+    !word.is_empty()
+        && lower
+            .match_indices(&word)
+            .any(|(i, _)| starts_word(text.as_bytes(), i))
+}
+
 /// Whether `bytes[start..end]` is a whole identifier or string body: no
 /// identifier character on either side.
 fn ident_at(bytes: &[u8], start: usize, end: usize) -> bool {
-    let id = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80;
-    (start == 0 || !id(bytes[start - 1])) && bytes.get(end).is_none_or(|&b| !id(b))
+    starts_word(bytes, start) && bytes.get(end).is_none_or(|&b| !is_ident_byte(b))
 }
 
 #[cfg(test)]
@@ -210,5 +243,21 @@ mod tests {
             let cache = DEL.replace("lock", "entry");
             assert!(!pre.could_match(cache.as_bytes()), "{pattern}");
         }
+    }
+
+    /// A trigger word counts where it starts a word, in the pre-filter and
+    /// the extractor alike: `SELECT GET_LOCK(` opens the file, a C binding
+    /// named `CRYPTO_get_locking_callback` does not.
+    #[test]
+    fn trigger_words_start_a_word() {
+        let packs = PackSet::builtin();
+        let pre = Prefilter::new(&packs, &Regex::new("(?i)lock").unwrap());
+        let sql = "fn f() { let q = \"SELECT GET_LOCK(?, 10)\"; }";
+        assert_eq!(pre.reason(sql.as_bytes()), Some("get_lock"));
+        let binding = "extern \"C\" { fn CRYPTO_get_locking_callback() -> usize; }";
+        assert_eq!(pre.reason(binding.as_bytes()), None);
+        let lower = binding.to_ascii_lowercase();
+        assert!(!mentions_trigger(binding, &lower, "get_lock"));
+        assert!(mentions_trigger(sql, &sql.to_ascii_lowercase(), "get_lock"));
     }
 }

@@ -117,7 +117,7 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
                         .pack(*r)
                         .trigger_words
                         .iter()
-                        .any(|w| lower.contains(&w.to_ascii_lowercase()))
+                        .any(|w| crate::prefilter::mentions_trigger(&src.text, &lower, w))
                 })
                 .collect()
         },

@@ -26,9 +26,11 @@ pub struct RawPack {
     /// Why the backend lacks consensus; shown by `non-consensus-correctness-lock`.
     #[serde(default)]
     pub consensus_note: Option<String>,
-    /// Extra words that make a file worth parsing. Method names, function
-    /// names, macro names, command words and crate names of the APIs are
-    /// added automatically.
+    /// Words that any text an API of this pack matches by `text` alone
+    /// must contain, each starting a word (`pg_advisory` in
+    /// `SELECT pg_advisory_lock`, not in `my_pg_advisory`): a file without
+    /// one is never parsed for those APIs. Method, function, macro and
+    /// command names are used as they are.
     #[serde(default)]
     pub trigger_words: Vec<String>,
     /// Methods that throw a reply away (redis-rs `exec`, `exec_async`): an API
