@@ -200,23 +200,12 @@ impl Prefilter {
 
 /// Whether the text at `start` begins a word: no identifier character
 /// before it.
-fn starts_word(bytes: &[u8], start: usize) -> bool {
+pub fn starts_word(bytes: &[u8], start: usize) -> bool {
     start == 0 || !is_ident_byte(bytes[start - 1])
 }
 
 fn is_ident_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80
-}
-
-/// Whether `word` (any case) starts a word somewhere in `text`, given
-/// `lower`, its ASCII lower-case copy: how a pack's trigger word admits its
-/// text-matched APIs, here and in the extractor.
-pub fn mentions_trigger(text: &str, lower: &str, word: &str) -> bool {
-    let word = word.to_ascii_lowercase();
-    !word.is_empty()
-        && lower
-            .match_indices(&word)
-            .any(|(i, _)| starts_word(text.as_bytes(), i))
 }
 
 /// Whether `bytes[start..end]` is a whole identifier or string body: no
@@ -256,8 +245,12 @@ mod tests {
         assert_eq!(pre.reason(sql.as_bytes()), Some("get_lock"));
         let binding = "extern \"C\" { fn CRYPTO_get_locking_callback() -> usize; }";
         assert_eq!(pre.reason(binding.as_bytes()), None);
-        let lower = binding.to_ascii_lowercase();
-        assert!(!mentions_trigger(binding, &lower, "get_lock"));
-        assert!(mentions_trigger(sql, &sql.to_ascii_lowercase(), "get_lock"));
+        let mysql = packs
+            .packs
+            .iter()
+            .position(|p| p.backend == "mysql")
+            .unwrap();
+        assert!(packs.triggered(sql)[mysql]);
+        assert!(!packs.triggered(binding)[mysql]);
     }
 }

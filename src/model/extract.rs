@@ -107,18 +107,12 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
         local_fns: index.fns.iter().map(|f| f.name.clone()).collect(),
         modules: index.modules.iter().cloned().collect(),
         text_only: {
-            let lower = src.text.to_ascii_lowercase();
+            let hit = packs.triggered(&src.text);
             packs
                 .text_only()
                 .iter()
                 .copied()
-                .filter(|r| {
-                    packs
-                        .pack(*r)
-                        .trigger_words
-                        .iter()
-                        .any(|w| crate::prefilter::mentions_trigger(&src.text, &lower, w))
-                })
+                .filter(|r| hit[r.pack])
                 .collect()
         },
         macros: &index.macros,
@@ -157,6 +151,7 @@ fn run<'ast>(cx: &Cx<'_, 'ast>, fns: &[FnItem<'ast>], detail: bool) -> FileModel
             stmt_line: span.start.line,
             detail,
             depth: 0,
+            strings: Default::default(),
         };
         w.block(item.body);
     }
@@ -633,7 +628,14 @@ struct Walker<'a, 'c, 'ast> {
     /// Expressions being walked, outermost first: bounded so that machine-
     /// generated code (a 20,000-term `a + b + …`) cannot exhaust the stack.
     depth: usize,
+    /// [`collect_strings`] results by (expression, depth), valid while
+    /// `locals` stays the same: nested chains ask about the same arguments
+    /// again and again, and a local's initialiser may be large.
+    strings: std::cell::RefCell<StringsCache>,
 }
+
+/// Strings found under an expression, by (its address, the depth asked).
+type StringsCache = HashMap<(usize, usize), std::rc::Rc<[String]>>;
 
 /// Deeper expression nesting than this stops the walk; the file is then
 /// reported as not audited rather than risking the stack.
@@ -702,6 +704,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                         let chain = builder
                             .as_ref()
                             .map(|c| (clone_root(&c.root), c.root_expr, c.segs.clone()));
+                        self.strings.get_mut().clear();
                         self.locals.insert(
                             n.clone(),
                             Local {
@@ -1827,6 +1830,19 @@ fn collect_strings(e: &Expr, w: &Walker, out: &mut Vec<String>, depth: usize) {
     if depth > 4 {
         return;
     }
+    let key = (e as *const Expr as usize, depth);
+    let cached = w.strings.borrow().get(&key).cloned();
+    if let Some(found) = cached {
+        out.extend(found.iter().cloned());
+        return;
+    }
+    let mut found = Vec::new();
+    collect_strings_uncached(e, w, &mut found, depth);
+    out.extend(found.iter().cloned());
+    w.strings.borrow_mut().insert(key, found.into());
+}
+
+fn collect_strings_uncached(e: &Expr, w: &Walker, out: &mut Vec<String>, depth: usize) {
     struct V<'o, 'w, 'a, 'c, 'ast> {
         out: &'o mut Vec<String>,
         w: &'w Walker<'a, 'c, 'ast>,

@@ -132,6 +132,9 @@ pub struct PackSet {
     text_only: Vec<ApiRef>,
     /// Every crate name of every pack.
     pub crate_names: BTreeSet<String>,
+    /// Every pack's trigger words in one automaton, and the pack of each.
+    triggers: Option<aho_corasick::AhoCorasick>,
+    trigger_pack: Vec<usize>,
 }
 
 /// The compiled built-in packs. Compiling their regexes is the costly part
@@ -234,7 +237,36 @@ impl PackSet {
                 }
             }
         }
+        let mut words = Vec::new();
+        for (pi, pack) in set.packs.iter().enumerate() {
+            for w in pack.trigger_words.iter().filter(|w| !w.is_empty()) {
+                words.push(w.as_str());
+                set.trigger_pack.push(pi);
+            }
+        }
+        if !words.is_empty() {
+            set.triggers = Some(
+                aho_corasick::AhoCorasickBuilder::new()
+                    .ascii_case_insensitive(true)
+                    .build(&words)
+                    .expect("trigger words build"),
+            );
+        }
         set
+    }
+
+    /// Which packs (by index) have a trigger word starting a word somewhere
+    /// in `text`: only their text-matched APIs are tried on it.
+    pub fn triggered(&self, text: &str) -> Vec<bool> {
+        let mut hit = vec![false; self.packs.len()];
+        if let Some(ac) = &self.triggers {
+            for m in ac.find_overlapping_iter(text) {
+                if crate::prefilter::starts_word(text.as_bytes(), m.start()) {
+                    hit[self.trigger_pack[m.pattern().as_usize()]] = true;
+                }
+            }
+        }
+        hit
     }
 
     pub fn api(&self, r: ApiRef) -> &Api {
