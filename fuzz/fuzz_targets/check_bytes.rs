@@ -1,0 +1,47 @@
+//! The per-file pipeline: bytes → pre-filter → parse → model → checks →
+//! findings. Beyond "no crash": a panic caught inside the engine is a
+//! failure here too, and a file the pre-filter skips must have no finding
+//! (but a parse error) when audited without it.
+#![no_main]
+
+use std::sync::LazyLock;
+
+use libfuzzer_sys::fuzz_target;
+use lockaudit::checks::CheckId;
+use lockaudit::config::Settings;
+use lockaudit::engine::Engine;
+use lockaudit::pack::PackSet;
+use lockaudit::prefilter::Prefilter;
+
+static PACKS: LazyLock<PackSet> = LazyLock::new(PackSet::builtin);
+static SETTINGS: LazyLock<Settings> = LazyLock::new(Settings::default);
+static PREFILTER: LazyLock<Prefilter> =
+    LazyLock::new(|| Prefilter::new(&PACKS, &SETTINGS.lock_name));
+
+fuzz_target!(|data: &[u8]| {
+    let engine = Engine {
+        packs: &PACKS,
+        settings: &SETTINGS,
+        prefilter: None,
+        only: None,
+        resolver: None,
+    };
+    let full = engine.check_bytes("fuzz.rs", data, true);
+    assert!(!full.internal_error, "{:?}", full.findings);
+    let filtered = Engine {
+        prefilter: Some(&PREFILTER),
+        ..engine
+    }
+    .check_bytes("fuzz.rs", data, false);
+    assert!(!filtered.internal_error);
+    if !filtered.parsed {
+        let lost: Vec<_> = full
+            .findings
+            .iter()
+            .filter(|f| f.check != CheckId::ParseError)
+            .collect();
+        assert!(lost.is_empty(), "the pre-filter skipped a file with findings: {lost:?}");
+    } else {
+        assert_eq!(full.findings.len(), filtered.findings.len());
+    }
+});
