@@ -153,7 +153,9 @@ impl Engine<'_> {
             self.packs,
             &Options {
                 lock_name: &self.settings.lock_name,
-                detail: false,
+                // A file the pre-filter let through is nearly always lock
+                // code: model it in detail at once rather than twice.
+                detail: self.prefilter.is_some(),
             },
         );
         drop(file);

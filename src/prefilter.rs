@@ -120,6 +120,8 @@ impl Prefilter {
         let ac = AhoCorasickBuilder::new()
             .ascii_case_insensitive(true)
             .match_kind(MatchKind::Standard)
+            // A DFA: the fastest search, and the needles are few.
+            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
             .build(needles.iter().map(|(_, w)| w.as_str()))
             .expect("pre-filter needles build");
         let mut always = vec![false; count];

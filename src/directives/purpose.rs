@@ -35,7 +35,9 @@ pub struct Annotation {
 }
 
 pub(super) fn parse(index: usize, c: &Comment, text: &str) -> Vec<Annotation> {
-    let body_offset = comment_body_offset(c, text);
+    // Found only for comments that hold a directive: most do not.
+    let body_offset = std::cell::OnceCell::new();
+    let body_offset = || *body_offset.get_or_init(|| comment_body_offset(c, text));
     ANNOTATION
         .captures_iter(&c.text)
         // `lock-purpose:` in backticks is prose about annotations, not one.
@@ -56,8 +58,8 @@ pub(super) fn parse(index: usize, c: &Comment, text: &str) -> Vec<Annotation> {
                 comment: index,
                 line,
                 end_line: line,
-                start: body_offset + whole.start(),
-                end: body_offset + whole.end(),
+                start: body_offset() + whole.start(),
+                end: body_offset() + whole.end(),
                 value,
                 trailing: c.trailing,
             }

@@ -38,7 +38,8 @@ impl Suppression {
 }
 
 pub(super) fn parse(c: &Comment, text: &str) -> Vec<Suppression> {
-    let base = super::purpose::comment_body_offset(c, text);
+    let base = std::cell::OnceCell::new();
+    let base = || *base.get_or_init(|| super::purpose::comment_body_offset(c, text));
     SUPPRESSION
         .captures_iter(&c.text)
         // `lockaudit: allow(..)` in backticks is prose about suppressions.
@@ -60,8 +61,8 @@ pub(super) fn parse(c: &Comment, text: &str) -> Vec<Suppression> {
             let line = c.line + c.text[..whole.start()].matches('\n').count();
             Suppression {
                 line,
-                start: base + whole.start(),
-                end: base + whole.end(),
+                start: base() + whole.start(),
+                end: base() + whole.end(),
                 ids,
                 reason: (!reason.is_empty()).then(|| reason.to_string()),
                 file_level,

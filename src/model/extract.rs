@@ -1264,7 +1264,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             expiry,
             guards: self.guards.clone(),
             lockish,
-            receiver: view.receiver.clone(),
+            receiver: view.receiver().to_string(),
             purpose: None,
         });
         self.model.fns[self.f].events.push(id);
@@ -1306,7 +1306,9 @@ struct View<'ast> {
     words: BTreeSet<String>,
     methods: Vec<String>,
     texts: Vec<String>,
-    receiver: String,
+    receiver_expr: Option<&'ast Expr>,
+    /// The receiver's text, made on first use (most views never ask).
+    receiver: std::cell::OnceCell<String>,
     chain_segs: Vec<Seg<'ast>>,
     root_is_command: Option<String>,
     root_fn: Option<Vec<String>>,
@@ -1322,6 +1324,11 @@ struct View<'ast> {
 }
 
 impl<'ast> View<'ast> {
+    fn receiver(&self) -> &str {
+        self.receiver
+            .get_or_init(|| self.receiver_expr.map(keys::compact).unwrap_or_default())
+    }
+
     fn new(
         w: &Walker<'_, '_, 'ast>,
         chain: &Chain<'ast>,
@@ -1421,15 +1428,13 @@ impl<'ast> View<'ast> {
                 }
             }
         }
-        // The receiver: everything before the anchor.
-        let receiver = if anchor == usize::MAX || anchor == 0 {
-            if anchor == 0 {
-                keys::compact(chain.root_expr)
-            } else {
-                String::new()
-            }
+        // The receiver: everything before the anchor, as text when asked.
+        let receiver_expr = if anchor == usize::MAX {
+            None
+        } else if anchor == 0 {
+            Some(chain.root_expr)
         } else {
-            keys::compact(chain.segs[anchor - 1].expr)
+            Some(chain.segs[anchor - 1].expr)
         };
         let mut fields = BTreeSet::new();
         for a in &args {
@@ -1458,7 +1463,8 @@ impl<'ast> View<'ast> {
             words,
             methods,
             texts,
-            receiver,
+            receiver_expr,
+            receiver: std::cell::OnceCell::new(),
             chain_segs: chain.segs.clone(),
             root_is_command,
             root_fn,
@@ -1532,7 +1538,7 @@ impl<'ast> View<'ast> {
             }
         }
         if let Some(r) = &m.receiver {
-            if !r.is_match(&self.receiver) {
+            if !r.is_match(self.receiver()) {
                 return false;
             }
         }
@@ -1550,7 +1556,7 @@ impl<'ast> View<'ast> {
                 .is_some_and(|first| crates.iter().any(|c| c == first));
             if !root_mentions
                 && !crates.iter().any(|c| self.file_has_crate.contains(c))
-                && !crates.iter().any(|c| mentions_word(&self.receiver, c))
+                && !crates.iter().any(|c| mentions_word(self.receiver(), c))
             {
                 return false;
             }

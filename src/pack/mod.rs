@@ -248,6 +248,7 @@ impl PackSet {
             set.triggers = Some(
                 aho_corasick::AhoCorasickBuilder::new()
                     .ascii_case_insensitive(true)
+                    .kind(Some(aho_corasick::AhoCorasickKind::DFA))
                     .build(&words)
                     .expect("trigger words build"),
             );
