@@ -320,3 +320,30 @@ fn a_user_pack_is_audited_like_a_builtin_backend() {
         assert_eq!(r["token"], expected_token, "{r}");
     }
 }
+
+/// Built-in packs compile their regexes on first use, so a bad one would
+/// only show in a run that reaches it: compile every one here.
+#[test]
+fn every_builtin_pattern_compiles() {
+    let packs = PackSet::builtin();
+    let mut count = 0;
+    for pack in &packs.packs {
+        for api in &pack.apis {
+            let m = &api.matcher;
+            let expiry = api.expiry.iter().flat_map(|e| e.text.iter());
+            for p in m
+                .text
+                .iter()
+                .chain(&m.no_text)
+                .chain(&m.receiver)
+                .chain(expiry)
+            {
+                if let Err(e) = regex::Regex::new(p.as_str()) {
+                    panic!("{} {}: `{}`: {e}", pack.backend, api.id, p.as_str());
+                }
+                count += 1;
+            }
+        }
+    }
+    assert!(count > 50, "only {count} patterns");
+}

@@ -1,10 +1,8 @@
 //! `RawPack` → [`Pack`]: validation. Every problem in a pack is collected and
 //! reported together, each at its own line and column.
 
-use regex::Regex;
-
 use super::raw::{RawApi, RawExpiry, RawKey, RawMatch, RawPack};
-use super::{Api, Evidence, Expiry, ExpirySource, KeySpec, Matcher, Pack, Role, Token};
+use super::{Api, Evidence, Expiry, ExpirySource, KeySpec, Matcher, Pack, Pattern, Role, Token};
 use crate::diag::{Collector, YamlErrors};
 use crate::yamlloc::Seg;
 
@@ -39,7 +37,7 @@ pub(super) fn compile(path: &str, text: &str, builtin: bool) -> Result<Pack, Yam
                 Some("ids must be unique within a pack".into()),
             );
         }
-        if let Some(api) = compile_api(&mut c, &raw, i, api) {
+        if let Some(api) = compile_api(&mut c, &raw, i, api, builtin) {
             apis.push(api);
         }
     }
@@ -99,7 +97,7 @@ fn recover(c: &mut Collector, text: &str, first: &yaml_serde::Error) {
                         Some("ids must be unique within a pack".into()),
                     );
                 }
-                compile_api(c, &placeholder, i, &api);
+                compile_api(c, &placeholder, i, &api, false);
             }
             Ok(None) => {}
             // The whole-pack error already points here.
@@ -109,7 +107,13 @@ fn recover(c: &mut Collector, text: &str, first: &yaml_serde::Error) {
     }
 }
 
-fn compile_api(c: &mut Collector, pack: &RawPack, i: usize, raw: &RawApi) -> Option<Api> {
+fn compile_api(
+    c: &mut Collector,
+    pack: &RawPack,
+    i: usize,
+    raw: &RawApi,
+    builtin: bool,
+) -> Option<Api> {
     let base = vec![Seg::from("apis"), Seg::Index(i)];
     let at = |rest: &[Seg]| {
         let mut p = base.clone();
@@ -120,7 +124,7 @@ fn compile_api(c: &mut Collector, pack: &RawPack, i: usize, raw: &RawApi) -> Opt
     if raw.id.trim().is_empty() {
         c.at(&at(&["id".into()]), "`id` is empty", None);
     }
-    let matcher = compile_match(c, &at(&["match".into()]), &raw.matcher);
+    let matcher = compile_match(c, &at(&["match".into()]), &raw.matcher, builtin);
     let mut key = Vec::new();
     for (k, spec) in raw.key.iter().enumerate() {
         match compile_key(spec) {
@@ -138,7 +142,7 @@ fn compile_api(c: &mut Collector, pack: &RawPack, i: usize, raw: &RawApi) -> Opt
     let expiry = raw
         .expiry
         .as_ref()
-        .and_then(|e| compile_expiry(c, &at(&["expiry".into()]), e));
+        .and_then(|e| compile_expiry(c, &at(&["expiry".into()]), e, builtin));
     let takes = matches!(raw.role, Role::Acquire | Role::TryAcquire);
     if raw.token.is_some() && !takes {
         c.at(
@@ -184,7 +188,7 @@ fn compile_api(c: &mut Collector, pack: &RawPack, i: usize, raw: &RawApi) -> Opt
     })
 }
 
-fn compile_match(c: &mut Collector, at: &[Seg], m: &RawMatch) -> Option<Matcher> {
+fn compile_match(c: &mut Collector, at: &[Seg], m: &RawMatch, builtin: bool) -> Option<Matcher> {
     let here = |f: &str| {
         let mut p = at.to_vec();
         p.push(Seg::from(f));
@@ -246,10 +250,10 @@ fn compile_match(c: &mut Collector, at: &[Seg], m: &RawMatch) -> Option<Matcher>
             ok = false;
         }
     }
-    let mut regexes = |field: &str, list: &[String]| -> Vec<Regex> {
+    let mut regexes = |field: &str, list: &[String]| -> Vec<Pattern> {
         let mut out = Vec::new();
         for (i, pattern) in list.iter().enumerate() {
-            match Regex::new(pattern) {
+            match Pattern::new(pattern, builtin) {
                 Ok(r) => out.push(r),
                 Err(e) => {
                     let mut p = here(field);
@@ -268,7 +272,7 @@ fn compile_match(c: &mut Collector, at: &[Seg], m: &RawMatch) -> Option<Matcher>
     let text = regexes("text", &m.text);
     let no_text = regexes("no-text", &m.no_text);
     let receiver = match &m.receiver {
-        Some(p) => match Regex::new(p) {
+        Some(p) => match Pattern::new(p, builtin) {
             Ok(r) => Some(r),
             Err(e) => {
                 c.at(
@@ -320,7 +324,7 @@ fn compile_key(k: &RawKey) -> Result<KeySpec, String> {
     }
 }
 
-fn compile_expiry(c: &mut Collector, at: &[Seg], e: &RawExpiry) -> Option<Expiry> {
+fn compile_expiry(c: &mut Collector, at: &[Seg], e: &RawExpiry, builtin: bool) -> Option<Expiry> {
     let missing = match e.from {
         ExpirySource::Words if e.words.is_empty() => {
             Some("`from: words` needs `words` (e.g. [EX, PX])")
@@ -344,7 +348,7 @@ fn compile_expiry(c: &mut Collector, at: &[Seg], e: &RawExpiry) -> Option<Expiry
     let mut text = Vec::new();
     let mut ok = true;
     for (i, pattern) in e.text.iter().enumerate() {
-        match Regex::new(pattern) {
+        match Pattern::new(pattern, builtin) {
             Ok(r) => text.push(r),
             Err(err) => {
                 let mut p = at.to_vec();

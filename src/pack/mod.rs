@@ -71,9 +71,9 @@ pub struct Matcher {
     pub no_words: Vec<String>,
     pub chain: Vec<String>,
     pub no_chain: Vec<String>,
-    pub text: Vec<Regex>,
-    pub no_text: Vec<Regex>,
-    pub receiver: Option<Regex>,
+    pub text: Vec<Pattern>,
+    pub no_text: Vec<Pattern>,
+    pub receiver: Option<Pattern>,
     pub fields: Vec<String>,
     pub no_fields: Vec<String>,
     pub needs_crate: bool,
@@ -103,7 +103,7 @@ pub struct Expiry {
     pub arg: Option<usize>,
     pub field: Option<String>,
     pub methods: Vec<String>,
-    pub text: Vec<Regex>,
+    pub text: Vec<Pattern>,
     pub note: Option<String>,
 }
 
@@ -119,6 +119,45 @@ pub struct Token {
 pub struct ApiRef {
     pub pack: usize,
     pub api: usize,
+}
+
+/// A rule pack's regex, compiled on first use: a run asks only a few of
+/// the built-in packs' hundreds of patterns, and compiling them all was the
+/// largest fixed cost of a run. A user pack's patterns are compiled when it
+/// is loaded (that is how a bad one is reported at its line and column);
+/// the built-in ones are compiled by a test.
+#[derive(Debug, Clone)]
+pub struct Pattern {
+    source: String,
+    regex: std::sync::OnceLock<Regex>,
+}
+
+impl Pattern {
+    /// Compiles `source` now, or only on first use when it is `known_good`.
+    pub fn new(source: &str, known_good: bool) -> Result<Pattern, regex::Error> {
+        let regex = std::sync::OnceLock::new();
+        if !known_good {
+            let _ = regex.set(Regex::new(source)?);
+        }
+        Ok(Pattern {
+            source: source.to_string(),
+            regex,
+        })
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+}
+
+impl std::ops::Deref for Pattern {
+    type Target = Regex;
+
+    fn deref(&self) -> &Regex {
+        self.regex.get_or_init(|| {
+            Regex::new(&self.source).expect("built-in pack patterns are compiled by a test")
+        })
+    }
 }
 
 /// Every loaded pack, indexed for the extractor.
