@@ -1113,7 +1113,8 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         let mut end = n;
         for (anchor, cands) in anchors.iter().rev() {
             let from = if *anchor == usize::MAX { 0 } else { *anchor };
-            let view = View::new(self, chain, *anchor, from, end);
+            let need = Need::of(packs, cands);
+            let view = View::new(self, chain, *anchor, from, end, need);
             if let Some(api) = self.first_match(cands, &view) {
                 matched.push((*anchor, api, end));
                 end = from;
@@ -1128,7 +1129,8 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             )
         });
         if only_effects && !self.cx.text_only.is_empty() {
-            let view = View::new(self, chain, usize::MAX, 0, n);
+            let need = Need::of(packs, &self.cx.text_only);
+            let view = View::new(self, chain, usize::MAX, 0, n, need);
             if !view.texts.is_empty() {
                 if let Some(api) = self.first_match(&self.cx.text_only, &view) {
                     matched.clear();
@@ -1150,7 +1152,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         matched.reverse();
         for (anchor, api, end) in matched {
             let from = if anchor == usize::MAX { 0 } else { anchor };
-            let view = View::new(self, chain, anchor, from, end);
+            let view = View::new(self, chain, anchor, from, end, Need::ALL);
             let id = self.emit(chain, &view, api, top, use_, end);
             if let Some(var) = &chain.var {
                 self.var_events.entry(var.clone()).or_default().push(id);
@@ -1297,6 +1299,36 @@ fn is_cmd_new(chain: &Chain, i: usize) -> bool {
 }
 
 /// What one anchor sees of its chain.
+/// What a view must gather for the candidates it is matched against: the
+/// words and strings under a chain are costly, and most candidates (a
+/// method named `get` or `query`) ask for neither.
+#[derive(Clone, Copy)]
+struct Need {
+    words: bool,
+    texts: bool,
+}
+
+impl Need {
+    /// Everything: the view an event is made from.
+    const ALL: Need = Need {
+        words: true,
+        texts: true,
+    };
+
+    fn of(packs: &PackSet, cands: &[ApiRef]) -> Need {
+        let mut need = Need {
+            words: false,
+            texts: false,
+        };
+        for &r in cands {
+            let m = &packs.api(r).matcher;
+            need.words |= !m.words.is_empty() || !m.any_words.is_empty() || !m.no_words.is_empty();
+            need.texts |= !m.text.is_empty() || !m.no_text.is_empty();
+        }
+        need
+    }
+}
+
 struct View<'ast> {
     anchor: usize,
     from: usize,
@@ -1335,6 +1367,7 @@ impl<'ast> View<'ast> {
         anchor: usize,
         from: usize,
         end: usize,
+        need: Need,
     ) -> View<'ast> {
         let mut words = BTreeSet::new();
         let mut texts = Vec::new();
@@ -1367,7 +1400,9 @@ impl<'ast> View<'ast> {
                 Root::Path(p) => {
                     // A builder or script held in a const/static.
                     if let Some(e) = w.cx.consts.get(p.rsplit("::").next().unwrap_or(p)) {
-                        collect_strings(e, w, &mut texts, 0);
+                        if need.texts {
+                            collect_strings(e, w, &mut texts, 0);
+                        }
                     }
                 }
                 Root::Other => {}
@@ -1386,7 +1421,7 @@ impl<'ast> View<'ast> {
             // .query_one(SQL, ..).await?; row.get(0)` does not run SQL again.
             if let Root::Path(p) = &chain.root {
                 if let Some(l) = w.locals.get(p) {
-                    if l.chain.is_some() || !is_chain(l.init) {
+                    if need.texts && (l.chain.is_some() || !is_chain(l.init)) {
                         collect_strings(l.init, w, &mut texts, 0);
                     }
                 }
@@ -1401,7 +1436,7 @@ impl<'ast> View<'ast> {
         if anchor != usize::MAX {
             // The anchor's own args were pushed by the loop above.
         }
-        for a in &arg_lists {
+        for a in arg_lists.iter().filter(|_| need.words) {
             collect_words(a, &mut words);
             // An argument held in a local: `client.txn(txn)`, `opts`.
             if let Expr::Path(p) = keys::strip(a) {
@@ -1416,15 +1451,17 @@ impl<'ast> View<'ast> {
         }
         // SQL and Lua texts are read from the whole chain: the statement is
         // usually given to the root (`query(SQL)`) and run by a later method.
-        if let Root::Call { args: a, .. } | Root::Macro { args: a, .. } = &chain.root {
-            for x in a {
-                collect_strings(x, w, &mut texts, 0);
-            }
-        }
-        for s in &chain.segs {
-            if let SegKind::Method { args: a, .. } = &s.kind {
+        if need.texts {
+            if let Root::Call { args: a, .. } | Root::Macro { args: a, .. } = &chain.root {
                 for x in a {
                     collect_strings(x, w, &mut texts, 0);
+                }
+            }
+            for s in &chain.segs {
+                if let SegKind::Method { args: a, .. } = &s.kind {
+                    for x in a {
+                        collect_strings(x, w, &mut texts, 0);
+                    }
                 }
             }
         }
