@@ -115,8 +115,6 @@ pub struct LetBinding {
     pub names: Vec<String>,
     pub mentions: BTreeSet<String>,
     pub offset: usize,
-    /// The initialiser's text (normalised), for lock-name evidence.
-    pub init: String,
 }
 
 /// `target = value` or `target.field = value`.

@@ -419,6 +419,60 @@ impl<'ast> Visit<'ast> for Index<'ast> {
     }
 }
 
+/// Where an expression starts, without `Spanned::span`, which renders the
+/// whole expression to tokens (a statement holding a large block would be
+/// rendered again at every level of nesting). Falls back to it for the
+/// rare shapes not listed, and where attributes come first.
+fn start_span(e: &Expr) -> proc_macro2::Span {
+    use syn::spanned::Spanned;
+    match e {
+        Expr::MethodCall(m) if m.attrs.is_empty() => start_span(&m.receiver),
+        Expr::Call(c) if c.attrs.is_empty() => start_span(&c.func),
+        Expr::Field(f) if f.attrs.is_empty() => start_span(&f.base),
+        Expr::Await(a) if a.attrs.is_empty() => start_span(&a.base),
+        Expr::Try(t) if t.attrs.is_empty() => start_span(&t.expr),
+        Expr::Index(i) if i.attrs.is_empty() => start_span(&i.expr),
+        Expr::Binary(b) if b.attrs.is_empty() => start_span(&b.left),
+        Expr::Assign(a) if a.attrs.is_empty() => start_span(&a.left),
+        Expr::Cast(c) if c.attrs.is_empty() => start_span(&c.expr),
+        Expr::If(i) if i.attrs.is_empty() => i.if_token.span,
+        Expr::Match(m) if m.attrs.is_empty() => m.match_token.span,
+        Expr::While(w) if w.attrs.is_empty() && w.label.is_none() => w.while_token.span,
+        Expr::ForLoop(f) if f.attrs.is_empty() && f.label.is_none() => f.for_token.span,
+        Expr::Loop(l) if l.attrs.is_empty() && l.label.is_none() => l.loop_token.span,
+        Expr::Block(b) if b.attrs.is_empty() && b.label.is_none() => {
+            b.block.brace_token.span.open()
+        }
+        Expr::Unsafe(u) if u.attrs.is_empty() => u.unsafe_token.span,
+        Expr::Return(r) if r.attrs.is_empty() => r.return_token.span,
+        Expr::Macro(m) if m.attrs.is_empty() => m.mac.path.span(),
+        Expr::Path(p) if p.attrs.is_empty() && p.qself.is_none() => p.path.span(),
+        other => other.span(),
+    }
+}
+
+/// Where an expression ends, for the shapes a chain is made of (see
+/// [`start_span`]).
+fn end_span(e: &Expr) -> proc_macro2::Span {
+    use syn::spanned::Spanned;
+    match e {
+        Expr::MethodCall(m) => m.paren_token.span.close(),
+        Expr::Call(c) => c.paren_token.span.close(),
+        Expr::Await(a) => a.await_token.span,
+        Expr::Try(t) => t.question_token.span,
+        Expr::Macro(m) => m.mac.delimiter.span().close(),
+        other => other.span(),
+    }
+}
+
+/// An expression's span, from [`start_span`] to [`end_span`].
+fn expr_span(src: &crate::source::SourceFile, e: &Expr) -> Span {
+    Span {
+        start: src.span_of(start_span(e)).start,
+        end: src.span_of(end_span(e)).end,
+    }
+}
+
 fn vis_span(v: &syn::Visibility) -> Option<proc_macro2::Span> {
     match v {
         syn::Visibility::Inherited => None,
@@ -684,7 +738,6 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                             names: names.clone(),
                             mentions: mentions(&init.expr),
                             offset,
-                            init: keys::normalise(&init.expr),
                         });
                     }
                     // Builders started from a constructor call and not yet
@@ -716,7 +769,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 }
             }
             Stmt::Expr(e, semi) => {
-                self.stmt_line = self.line_of(e.span());
+                self.stmt_line = self.line_of(start_span(e));
                 let use_ = if semi.is_some() {
                     Use::Stmt
                 } else {
@@ -1021,7 +1074,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 || matches!(first.as_str(), "crate" | "self" | "super" | "Self")
                 || self.cx.modules.contains(&first);
             if (this_file || crate_path) && !chain.resolved {
-                let span = self.cx.src.span_of(chain.root_expr.span());
+                let span = expr_span(self.cx.src, chain.root_expr);
                 self.model.fns[self.f].calls.push(CallSite {
                     name,
                     method: false,
@@ -1037,7 +1090,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             if let SegKind::Method { name, args, .. } = &s.kind {
                 if self.cx.local_fns.contains(name) {
                     let start = self.cx.src.span_of(s.start).start;
-                    let end = self.cx.src.span_of(s.expr.span()).end;
+                    let end = expr_span(self.cx.src, s.expr).end;
                     let receiver = if i == 0 {
                         mentions(chain.root_expr)
                     } else {
