@@ -19,6 +19,7 @@ pub enum WalkError {
 
 /// Excludes: from the config (relative to its directory) and the command
 /// line (relative to the current directory).
+#[derive(Clone)]
 pub struct Excludes {
     sets: Vec<Override>,
 }
@@ -91,10 +92,16 @@ pub fn collect(
             .ignore(true)
             .follow_links(false)
             .sort_by_file_name(|a, b| a.cmp(b))
-            .filter_entry(|e| {
-                !(e.depth() > 0
-                    && e.file_type().is_some_and(|t| t.is_dir())
-                    && e.file_name() == "target")
+            .filter_entry({
+                // An excluded directory is never entered: its files are not
+                // read, and one that cannot be read is no error.
+                let excludes = excludes.clone();
+                move |e| {
+                    let dir = e.depth() > 0 && e.file_type().is_some_and(|t| t.is_dir());
+                    !(dir
+                        && (e.file_name() == "target"
+                            || (!excludes.sets.is_empty() && excludes.excluded(e.path(), true))))
+                }
             })
             .build();
         for entry in walker {

@@ -376,10 +376,16 @@ fn unreadable_files_fail_the_run() {
     fs::write(sub.join("inner.rs"), WITNESS).unwrap();
     fs::set_permissions(&sub, fs::Permissions::from_mode(0o000)).unwrap();
     let r = lockaudit_with(dir.path(), &args, unprivileged);
+    // Excluded, it is never entered: no error.
+    let mut excluded = args.to_vec();
+    excluded.splice(1..1, ["--exclude", "sealed"]);
+    let quiet = lockaudit_with(dir.path(), &excluded, unprivileged);
     fs::set_permissions(&sub, fs::Permissions::from_mode(0o755)).unwrap();
     assert_eq!(r.code, 2, "{r:?}");
     assert!(r.stderr.contains("sealed"), "{r:?}");
     assert!(r.stdout.contains(WITNESS_LINE), "{r:?}");
+    assert_eq!(quiet.code, 1, "{quiet:?}");
+    assert!(!quiet.stderr.contains("sealed"), "{quiet:?}");
 }
 
 /// Whether every directory above the binary lets others through.
