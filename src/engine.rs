@@ -1,6 +1,6 @@
-//! Per-file work: read → pre-filter → parse → comments → model → checks →
-//! suppressions → owned findings. Runs on a worker thread; nothing borrowed
-//! from the syntax tree leaves it.
+//! Per-file work: read → pre-filter → comments and nesting → parse → model →
+//! checks → suppressions → owned findings. Runs on a worker thread; nothing
+//! borrowed from the syntax tree leaves it.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -14,10 +14,6 @@ use crate::model::FileModel;
 use crate::pack::PackSet;
 use crate::prefilter::Prefilter;
 use crate::source::{SourceFile, Span};
-
-/// Deeper bracket nesting (or a longer run of prefix operators) than this is
-/// reported as a parse error instead of risking the parser's stack.
-pub const MAX_NESTING: usize = 256;
 
 /// What the run shares with every file.
 pub struct Engine<'a> {
@@ -118,7 +114,10 @@ impl Engine<'_> {
             }
         }
         let src = SourceFile::new(path, text);
-        if let Some(offset) = too_deep(text.as_bytes()) {
+        // The comment pass also measures nesting: deeper code never reaches
+        // the parser, whose recursion could overflow the stack.
+        let directives = Directives::scan(&src.text);
+        if let Some(offset) = directives.lexed.too_deep {
             let pos = src.pos_of_offset(offset);
             let f = checks::parse_error_finding(
                 Span {
@@ -126,7 +125,8 @@ impl Engine<'_> {
                     end: pos,
                 },
                 &format!(
-                    "brackets, generics or prefix operators nest deeper than {MAX_NESTING} levels"
+                    "brackets, generics or prefix operators nest deeper than {} levels",
+                    crate::directives::lexer::MAX_NESTING
                 ),
             );
             return self.finish(&src, vec![f], None);
@@ -146,7 +146,6 @@ impl Engine<'_> {
                 return self.finish(&src, vec![f], None);
             }
         };
-        let directives = Directives::scan(&src.text);
         let model = extract::extract(
             &file,
             &src,
@@ -284,172 +283,4 @@ fn resolve_purposes(model: &FileModel, d: &Directives) -> Purposes {
         lookups[e.id] = Some(lookup(&d.annotations, &d.lexed, &placement));
     }
     Purposes { lookups }
-}
-
-/// The offset where bracket nesting, generic nesting or a run of prefix
-/// operators first exceeds [`MAX_NESTING`]. A rough lexer: it skips comments (nested block
-/// comments too), string, raw string and char literals; where it misreads,
-/// it can only over-count, which makes it stricter near the limit.
-fn too_deep(bytes: &[u8]) -> Option<usize> {
-    let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
-    let mut depth = 0usize;
-    // Prefix operators in a row (`!!!!x`, `- - -x`, `&&&&x`, `|| || ||`)
-    // nest like brackets in the parser.
-    let mut ops = 0usize;
-    let mut angles = 0usize;
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        let next = bytes.get(i + 1).copied();
-        match b {
-            b'!' | b'-' | b'*' | b'&' | b'|' if !(b == b'*' && next == Some(b'/')) => {
-                ops += 1;
-                if ops > MAX_NESTING {
-                    return Some(i);
-                }
-                i += 1;
-                continue;
-            }
-            b' ' | b'\t' | b'\n' | b'\r' => {
-                i += 1;
-                continue;
-            }
-            _ => {}
-        }
-        if !(b == b'/' && matches!(next, Some(b'/' | b'*'))) {
-            ops = 0;
-        }
-        match b {
-            // Generic arguments: `Vec<`, `::<`. A comparison written `a<b`
-            // also counts, but only until the statement or block ends.
-            b'<' if i > 0 && (ident(bytes[i - 1]) || bytes[i - 1] == b':') => {
-                angles += 1;
-                if angles > MAX_NESTING {
-                    return Some(i);
-                }
-            }
-            b'>' => angles = angles.saturating_sub(1),
-            b';' => angles = 0,
-            b'(' | b'[' | b'{' => {
-                if b == b'{' {
-                    angles = 0;
-                }
-                depth += 1;
-                if depth > MAX_NESTING {
-                    return Some(i);
-                }
-            }
-            b')' | b']' | b'}' => {
-                if b == b'}' {
-                    angles = 0;
-                }
-                depth = depth.saturating_sub(1);
-            }
-            b'"' => i = skip_string(bytes, i + 1),
-            b'r' if (i == 0
-                || !ident(bytes[i - 1])
-                || (bytes[i - 1] == b'b' && (i < 2 || !ident(bytes[i - 2])))) =>
-            {
-                let mut j = i + 1;
-                while bytes.get(j) == Some(&b'#') {
-                    j += 1;
-                }
-                if bytes.get(j) == Some(&b'"') {
-                    let hashes = j - i - 1;
-                    i = skip_raw_string(bytes, j + 1, hashes);
-                }
-            }
-            b'\'' if next == Some(b'\\') => {
-                // An escaped char literal: skip to its closing quote.
-                let mut j = i + 2;
-                while j < bytes.len() && j < i + 12 && bytes[j] != b'\'' {
-                    j += 1;
-                }
-                i = j;
-            }
-            b'\'' if bytes.get(i + 2) == Some(&b'\'') => i += 2,
-            b'/' if next == Some(b'/') => {
-                while i < bytes.len() && bytes[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            b'/' if next == Some(b'*') => {
-                let mut level = 1;
-                i += 2;
-                while i < bytes.len() && level > 0 {
-                    if bytes[i] == b'/' && bytes.get(i + 1) == Some(&b'*') {
-                        level += 1;
-                        i += 1;
-                    } else if bytes[i] == b'*' && bytes.get(i + 1) == Some(&b'/') {
-                        level -= 1;
-                        i += 1;
-                    }
-                    i += 1;
-                }
-                continue;
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    None
-}
-
-/// The offset of the closing quote of a string whose text starts at `i`.
-fn skip_string(bytes: &[u8], mut i: usize) -> usize {
-    while i < bytes.len() && bytes[i] != b'"' {
-        if bytes[i] == b'\\' {
-            i += 1;
-        }
-        i += 1;
-    }
-    i
-}
-
-/// The offset of the last `#` closing a raw string (`"` followed by
-/// `hashes` of them) whose text starts at `i`.
-fn skip_raw_string(bytes: &[u8], mut i: usize, hashes: usize) -> usize {
-    while i < bytes.len() {
-        if bytes[i] == b'"'
-            && bytes.len() >= i + 1 + hashes
-            && bytes[i + 1..i + 1 + hashes].iter().all(|&h| h == b'#')
-        {
-            return i + hashes;
-        }
-        i += 1;
-    }
-    i
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nesting_is_counted_outside_literals_and_comments() {
-        let deep = |n: usize, open: &str| format!("fn f() {{ {} }}", open.repeat(n));
-        assert!(too_deep(deep(MAX_NESTING + 1, "(").as_bytes()).is_some());
-        assert!(too_deep(deep(MAX_NESTING - 5, "(").as_bytes()).is_none());
-        assert!(too_deep(deep(MAX_NESTING + 1, "!").as_bytes()).is_some());
-        assert!(too_deep(deep(MAX_NESTING + 1, "- ").as_bytes()).is_some());
-        assert!(too_deep(deep(MAX_NESTING + 1, "Vec<").as_bytes()).is_some());
-        // Inside literals and comments nothing counts.
-        let quiet = [
-            format!("const S: &str = \"{}\";", "(".repeat(1000)),
-            format!("const S: &str = r#\"\"{}\"#;", "(".repeat(1000)),
-            format!("const S: &[u8] = br\"{}\";", "[".repeat(1000)),
-            format!("// {}\nfn f() {{}}", "-".repeat(1000)),
-            format!(
-                "/* /* {} */ {} */ fn f() {{}}",
-                "*".repeat(1000),
-                "(".repeat(1000)
-            ),
-            format!("fn f() {{ {} }}", "'('".repeat(1000)),
-            format!("fn f() {{ {} }}", "a && b ".repeat(1000)),
-            format!("fn f() {{ {} }}", "let x = a<b; ".repeat(1000)),
-        ];
-        for q in quiet {
-            assert_eq!(too_deep(q.as_bytes()), None, "{}", &q[..40]);
-        }
-    }
 }

@@ -1,6 +1,9 @@
-//! One lexical pass over a file: finds every comment and classifies every
-//! line as blank, comment-only, attribute or code. syn throws comments away,
-//! so purpose annotations and suppressions are read from here.
+//! One lexical pass over a file: finds every comment, classifies every
+//! line as blank, comment-only, attribute or code, and measures how deep the
+//! code nests. syn throws comments away, so purpose annotations and
+//! suppressions are read from here; and syn's parser recurses once per level
+//! of nesting, so a file nested deeper than [`MAX_NESTING`] is not given to
+//! it.
 //!
 //! The scanner knows just enough Rust to never mistake the inside of a string,
 //! raw string, byte string or char literal for a comment, and it nests block
@@ -40,6 +43,79 @@ pub struct Lexed {
     pub comments: Vec<Comment>,
     /// Index 0 is line 1.
     pub lines: Vec<LineInfo>,
+    /// The offset where the code first nests deeper than [`MAX_NESTING`].
+    pub too_deep: Option<usize>,
+}
+
+/// Deeper bracket nesting, generic nesting or a longer run of prefix
+/// operators than this is reported as a parse error instead of risking the
+/// parser's stack.
+pub const MAX_NESTING: usize = 256;
+
+/// How deep the code seen so far nests, outside comments and literals.
+#[derive(Default)]
+struct Nesting {
+    /// Open brackets: `(`, `[`, `{`.
+    brackets: usize,
+    /// Open generic arguments (`Vec<`, `::<`). A comparison written `a<b`
+    /// counts too, but only until the statement or block ends.
+    angles: usize,
+    /// Prefix operators in a row (`!!!!x`, `- - -x`, `&&&&x`, `|| || ||`):
+    /// whitespace and comments do not break a run, operands do.
+    ops: usize,
+    too_deep: Option<usize>,
+}
+
+impl Nesting {
+    /// A byte of code at `i` (not part of an identifier, number, literal or
+    /// comment).
+    fn code(&mut self, bytes: &[u8], i: usize) {
+        let b = bytes[i];
+        if matches!(b, b'!' | b'-' | b'*' | b'&' | b'|') {
+            self.ops += 1;
+            self.check(self.ops, i);
+            return;
+        }
+        self.ops = 0;
+        match b {
+            b'<' if i > 0 && (is_ident_byte(bytes[i - 1]) || bytes[i - 1] == b':') => {
+                self.angles += 1;
+                self.check(self.angles, i);
+            }
+            b'>' => self.angles = self.angles.saturating_sub(1),
+            b';' => self.angles = 0,
+            b'(' | b'[' | b'{' => {
+                if b == b'{' {
+                    self.angles = 0;
+                }
+                self.brackets += 1;
+                self.check(self.brackets, i);
+            }
+            b')' | b']' | b'}' => {
+                if b == b'}' {
+                    self.angles = 0;
+                }
+                self.brackets = self.brackets.saturating_sub(1);
+            }
+            _ => {}
+        }
+    }
+
+    /// An operand: an identifier, number or literal ends a run of prefix
+    /// operators.
+    fn operand(&mut self) {
+        self.ops = 0;
+    }
+
+    fn check(&mut self, level: usize, i: usize) {
+        if level > MAX_NESTING && self.too_deep.is_none() {
+            self.too_deep = Some(i);
+        }
+    }
+}
+
+fn is_ident_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
 }
 
 impl Lexed {
@@ -58,6 +134,7 @@ pub fn lex(text: &str) -> Lexed {
     let mut comments = Vec::new();
     let mut line = 1usize;
     let mut i = 0usize;
+    let mut nesting = Nesting::default();
     // Whether the current line has seen code yet, and whether that code began with '#'.
     let mut code_started_with_hash: Option<bool> = None;
 
@@ -145,14 +222,17 @@ pub fn lex(text: &str) -> Lexed {
             }
             b'"' => {
                 mark_code(&mut lines, line, &mut code_started_with_hash, b);
+                nesting.operand();
                 i = skip_string(bytes, i + 1, &mut line, &mut lines);
             }
             b'r' | b'b' | b'c' if starts_raw_string(bytes, i) => {
                 mark_code(&mut lines, line, &mut code_started_with_hash, b);
+                nesting.operand();
                 i = skip_raw_string(bytes, i, &mut line, &mut lines);
             }
             b'\'' => {
                 mark_code(&mut lines, line, &mut code_started_with_hash, b);
+                nesting.operand();
                 i = skip_char_or_lifetime(bytes, i);
             }
             _ => {
@@ -169,20 +249,25 @@ pub fn lex(text: &str) -> Lexed {
                 }
                 // Identifiers and numbers are skipped as a unit, so the `r`
                 // or `b` inside a name never starts a string literal.
-                if b.is_ascii_alphanumeric() || b == b'_' {
+                if is_ident_byte(b) {
                     let mut j = i + 1;
-                    while j < bytes.len() && (bytes[j].is_ascii_alphanumeric() || bytes[j] == b'_')
-                    {
+                    while j < bytes.len() && is_ident_byte(bytes[j]) {
                         j += 1;
                     }
+                    nesting.operand();
                     i = j;
                 } else {
+                    nesting.code(bytes, i);
                     i += 1;
                 }
             }
         }
     }
-    Lexed { comments, lines }
+    Lexed {
+        comments,
+        lines,
+        too_deep: nesting.too_deep,
+    }
 }
 
 fn skip_string(bytes: &[u8], mut i: usize, line: &mut usize, lines: &mut [LineInfo]) -> usize {
@@ -290,6 +375,35 @@ fn utf8_len(b: u8) -> usize {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn nesting_is_counted_outside_literals_and_comments() {
+        let deep = |n: usize, open: &str| format!("fn f() {{ {} }}", open.repeat(n));
+        let too_deep = |t: &str| lex(t).too_deep;
+        assert!(too_deep(&deep(MAX_NESTING + 1, "(")).is_some());
+        assert!(too_deep(&deep(MAX_NESTING - 5, "(")).is_none());
+        assert!(too_deep(&deep(MAX_NESTING + 1, "!")).is_some());
+        assert!(too_deep(&deep(MAX_NESTING + 1, "- ")).is_some());
+        assert!(too_deep(&deep(MAX_NESTING + 1, "Vec<")).is_some());
+        // Inside literals and comments nothing counts.
+        let quiet = [
+            format!("const S: &str = \"{}\";", "(".repeat(1000)),
+            format!("const S: &str = r#\"\"{}\"#;", "(".repeat(1000)),
+            format!("const S: &[u8] = br\"{}\";", "[".repeat(1000)),
+            format!("// {}\nfn f() {{}}", "-".repeat(1000)),
+            format!(
+                "/* /* {} */ {} */ fn f() {{}}",
+                "*".repeat(1000),
+                "(".repeat(1000)
+            ),
+            format!("fn f() {{ {} }}", "'('".repeat(1000)),
+            format!("fn f() {{ {} }}", "a && b ".repeat(1000)),
+            format!("fn f() {{ {} }}", "let x = a<b; ".repeat(1000)),
+        ];
+        for q in quiet {
+            assert_eq!(too_deep(&q), None, "{}", &q[..40]);
+        }
+    }
+
     use super::*;
 
     #[test]
