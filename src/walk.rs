@@ -45,6 +45,9 @@ impl Excludes {
     }
 
     fn excluded(&self, path: &Path, is_dir: bool) -> bool {
+        if self.sets.is_empty() {
+            return false;
+        }
         let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
         self.sets
             .iter()
@@ -68,8 +71,7 @@ pub fn collect(
             // A file named on the command line is audited even if excluded,
             // unless `--force-exclude` says otherwise (pre-commit passes
             // every staged file by name).
-            if !(force_exclude
-                && (excludes.excluded(p, false) || ancestors_excluded(p, Path::new(""), excludes)))
+            if !(force_exclude && (excludes.excluded(p, false) || ancestors_excluded(p, excludes)))
             {
                 out.push(p.clone());
             }
@@ -98,9 +100,7 @@ pub fn collect(
                 let excludes = excludes.clone();
                 move |e| {
                     let dir = e.depth() > 0 && e.file_type().is_some_and(|t| t.is_dir());
-                    !(dir
-                        && (e.file_name() == "target"
-                            || (!excludes.sets.is_empty() && excludes.excluded(e.path(), true))))
+                    !(dir && (e.file_name() == "target" || excludes.excluded(e.path(), true)))
                 }
             })
             .build();
@@ -133,7 +133,8 @@ pub fn collect(
                 }
                 continue;
             }
-            if excludes.excluded(path, false) || ancestors_excluded(path, p, excludes) {
+            // Its directories were checked as the walk entered them.
+            if excludes.excluded(path, false) {
                 continue;
             }
             out.push(path.to_path_buf());
@@ -144,13 +145,10 @@ pub fn collect(
     Ok(out)
 }
 
-fn ancestors_excluded(path: &Path, root: &Path, ex: &Excludes) -> bool {
-    if ex.sets.is_empty() {
-        return false;
-    }
+fn ancestors_excluded(path: &Path, ex: &Excludes) -> bool {
     let mut cur = path.parent();
     while let Some(dir) = cur {
-        if dir == root || dir.as_os_str().is_empty() {
+        if dir.as_os_str().is_empty() {
             break;
         }
         if ex.excluded(dir, true) {
