@@ -1,14 +1,16 @@
 //! The sound pre-filter: one multi-pattern pass over a file's bytes decides
 //! whether the file could produce any finding. A file is parsed when it holds
 //! an annotation or suppression word, or when some API that can lead to a
-//! finding could match it: the API's own word (method, function, macro or
-//! command name; a text API's pack trigger words) is present, and so is a
-//! crate name of its pack when the API requires that evidence, and a match
-//! of `lock-name-pattern` when the API only counts on lock-named keys.
-//! Effects, mints and token reads alone never produce a finding (they only
-//! matter next to an acquisition), so they open no file. The extractor can
-//! only match what these words spell, so no finding is ever lost; a test
-//! compares every fixture with and without the filter.
+//! finding could match it, judged as the extractor judges it: the API's
+//! name (method, function, macro or command) stands as a whole identifier
+//! or string, or a trigger word of its pack starts a word (text-matched
+//! APIs); a crate of its evidence is a word of some identifier, when the API
+//! needs that evidence; and some word is a lock name, when the API only
+//! counts on lock-named keys. Effects, mints and token reads alone never
+//! produce a finding (they only matter next to an acquisition), so they open
+//! no file. The extractor can only match what these words spell, so no
+//! finding is ever lost; a test compares every fixture with and without the
+//! filter, and the `check_bytes` fuzz target checks it on arbitrary input.
 
 use std::collections::BTreeMap;
 
@@ -29,8 +31,6 @@ struct Gate {
 /// How a needle was seen in the file.
 #[derive(Clone, Copy, Default)]
 struct Seen {
-    /// Anywhere, even inside a word.
-    sub: bool,
     /// As a whole identifier (`.lock(`, `"SET"`).
     ident: bool,
     /// As a word of an identifier ([`crate::model::lockname::word_at`]).
@@ -177,7 +177,6 @@ impl Prefilter {
                 return Some(&self.words[i]);
             }
             let s = &mut seen[i];
-            s.sub = true;
             s.ident |= ident_at(bytes, m.start(), m.end());
             s.word |= crate::model::lockname::word_at(bytes, m.start(), m.end());
             s.start |= start;

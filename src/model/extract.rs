@@ -1351,7 +1351,6 @@ fn is_cmd_new(chain: &Chain, i: usize) -> bool {
                 && path.segments.last().is_some_and(|s| s.ident == "new"))
 }
 
-/// What one anchor sees of its chain.
 /// What a view must gather for the candidates it is matched against: the
 /// words and strings under a chain are costly, and most candidates (a
 /// method named `get` or `query`) ask for neither.
@@ -1382,6 +1381,7 @@ impl Need {
     }
 }
 
+/// What one anchor sees of its chain.
 struct View<'ast> {
     anchor: usize,
     from: usize,
