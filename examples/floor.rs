@@ -1,7 +1,7 @@
 //! The floors that `scripts/bench.sh` compares `lockaudit check` with:
 //!
-//! - `floor read PATHS...`: walk (the `ignore` crate, as lockaudit walks)
-//!   and read every `.rs` file;
+//! - `floor read PATHS...`: walk (with lockaudit's own walker) and read
+//!   every `.rs` file;
 //! - `floor parse PATHS...`: the same, plus `syn::parse_file` on each file
 //!   (span locations on, the span map freed after each file), on the same
 //!   number of threads as lockaudit;
@@ -97,31 +97,10 @@ fn main() {
     );
 }
 
-/// Every `.rs` file under `paths`, as lockaudit's walker finds them:
-/// `.gitignore`, hidden entries and `target/` skipped, links not followed.
+/// Every `.rs` file under `paths`, found by lockaudit's own walker.
 fn walk(paths: &[PathBuf]) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for p in paths {
-        if p.is_file() {
-            out.push(p.clone());
-            continue;
-        }
-        let walker = ignore::WalkBuilder::new(p)
-            .require_git(false)
-            .git_global(false)
-            .filter_entry(|e| {
-                !(e.depth() > 0
-                    && e.file_type().is_some_and(|t| t.is_dir())
-                    && e.file_name() == "target")
-            })
-            .build();
-        for entry in walker.flatten() {
-            if entry.file_type().is_some_and(|t| t.is_file())
-                && entry.path().extension().is_some_and(|e| e == "rs")
-            {
-                out.push(entry.into_path());
-            }
-        }
-    }
-    out
+    let none = lockaudit::walk::Excludes::new(&[]).expect("no excludes");
+    let (mut notes, mut errors) = (Vec::new(), Vec::new());
+    lockaudit::walk::collect(paths, &none, false, &mut notes, &mut errors)
+        .expect("the corpus paths exist")
 }
