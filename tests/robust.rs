@@ -305,6 +305,29 @@ fn output_to_a_device_keeps_the_device() {
     );
 }
 
+/// A report written through a symbolic link replaces the link's target and
+/// keeps the link.
+#[test]
+fn output_through_a_symlink_keeps_the_link() {
+    let dir = with_hostile("plain.rs", b"fn main() {}\n");
+    let reports = dir.path().join("reports");
+    fs::create_dir(&reports).unwrap();
+    fs::write(reports.join("real.json"), "old").unwrap();
+    std::os::unix::fs::symlink("reports/real.json", dir.path().join("latest.json")).unwrap();
+    let r = lockaudit(
+        dir.path(),
+        &["check", "--format", "json", "--output", "latest.json", "."],
+    );
+    assert_eq!(r.code, 1, "{r:?}");
+    let link = dir.path().join("latest.json");
+    assert!(fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    let written = fs::read_to_string(reports.join("real.json")).unwrap();
+    assert!(written.contains("\"unowned-release\""), "{written}");
+}
+
 #[test]
 fn symlink_loops_are_not_followed() {
     let dir = with_hostile("plain.rs", b"fn main() {}\n");
