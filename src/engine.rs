@@ -152,9 +152,6 @@ impl Engine<'_> {
             self.packs,
             &Options {
                 lock_name: &self.settings.lock_name,
-                // A file the pre-filter let through is nearly always lock
-                // code: model it in detail at once rather than twice.
-                detail: self.prefilter.is_some(),
             },
         );
         drop(file);

@@ -21,7 +21,7 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
     for e in ctx.takes() {
         let api = ctx.api(e);
         let flag = api.result == Some(ResultKind::SuccessFlag);
-        if api.result == Some(ResultKind::Unit) {
+        if matches!(api.result, Some(ResultKind::Unit | ResultKind::Closure)) {
             continue;
         }
         let how = match &e.result {

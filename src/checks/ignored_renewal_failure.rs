@@ -23,7 +23,9 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
             continue;
         }
         let api = ctx.api(e);
-        if api.result == Some(ResultKind::Unit) || completes_missing_expiry(ctx, e) {
+        if matches!(api.result, Some(ResultKind::Unit | ResultKind::Closure))
+            || completes_missing_expiry(ctx, e)
+        {
             continue;
         }
         let flag = api.result == Some(ResultKind::SuccessFlag);

@@ -98,7 +98,6 @@ impl<'a> CrateResolver<'a> {
                 self.packs,
                 &Options {
                     lock_name: self.lock_name,
-                    detail: true,
                 },
             ))
         });

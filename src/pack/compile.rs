@@ -66,6 +66,7 @@ pub(super) fn compile(path: &str, text: &str, builtin: bool) -> Result<Pack, Yam
         consensus: raw.consensus,
         consensus_note: raw.consensus_note,
         trigger_words: raw.trigger_words,
+        builder_methods: raw.builder_methods,
         apis,
     })
 }
@@ -83,6 +84,7 @@ fn recover(c: &mut Collector, text: &str, first: &yaml_serde::Error) {
         consensus_note: None,
         trigger_words: Vec::new(),
         discard_methods: Vec::new(),
+        builder_methods: Vec::new(),
         apis: Vec::new(),
     };
     let mut seen = std::collections::HashMap::new();

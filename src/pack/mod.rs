@@ -29,6 +29,8 @@ pub struct Pack {
     pub consensus: bool,
     pub consensus_note: Option<String>,
     pub trigger_words: Vec<String>,
+    /// Methods that extend a command builder in place (`builder-methods`).
+    pub builder_methods: Vec<String>,
     pub apis: Vec<Api>,
 }
 
@@ -171,6 +173,8 @@ pub struct PackSet {
     text_only: Vec<ApiRef>,
     /// Every crate name of every pack.
     pub crate_names: BTreeSet<String>,
+    /// Every pack's `builder-methods`.
+    pub builder_methods: BTreeSet<String>,
     /// Every pack's trigger words in one automaton, and the pack of each.
     triggers: Option<aho_corasick::AhoCorasick>,
     trigger_pack: Vec<usize>,
@@ -255,6 +259,8 @@ impl PackSet {
         };
         for (pi, pack) in set.packs.iter().enumerate() {
             set.crate_names.extend(pack.crates.iter().cloned());
+            set.builder_methods
+                .extend(pack.builder_methods.iter().cloned());
             for (ai, api) in pack.apis.iter().enumerate() {
                 set.crate_names
                     .extend(api.matcher.crates.iter().flatten().cloned());

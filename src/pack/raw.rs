@@ -38,6 +38,12 @@ pub struct RawPack {
     /// the pack, in addition to the API's own `discard-methods`.
     #[serde(default)]
     pub discard_methods: Vec<String>,
+    /// Methods that add to a command builder in place and hand the same
+    /// builder back (redis-rs `arg`, `cmd` on a `&mut Cmd` or `Pipeline`):
+    /// a statement `cmd.arg(k).arg("NX");` on a builder held in a local
+    /// extends that builder, and the command is judged where it runs.
+    #[serde(default)]
+    pub builder_methods: Vec<String>,
     /// The API shapes, most specific first: the first matching entry wins.
     pub apis: Vec<RawApi>,
 }
@@ -329,6 +335,10 @@ pub enum ResultKind {
     Guard,
     /// Nothing worth inspecting.
     Unit,
+    /// The call runs the protected code itself (a closure or future it is
+    /// handed: `lock_across(.., || ..)`, `DLock::with`) and only when the
+    /// lock is won: there is no result to inspect.
+    Closure,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]

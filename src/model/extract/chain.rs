@@ -1,0 +1,216 @@
+//! Call chains: `root(args).m1(a).await?.m2(b)` flattened once into a root
+//! and a list of segments, so matching reads a slice instead of a tree.
+
+use std::collections::HashMap;
+
+use syn::Expr;
+
+use super::super::keys;
+use super::syntax::macro_name;
+
+/// Macro bodies parsed as comma-separated expressions, by the macro's address.
+pub(super) type MacroArgs = HashMap<usize, Vec<Expr>>;
+
+pub(super) fn macro_key(m: &syn::Macro) -> usize {
+    m as *const syn::Macro as usize
+}
+
+#[derive(Clone)]
+pub(super) enum Root<'ast> {
+    /// `path(args)`.
+    Call {
+        path: &'ast syn::Path,
+        args: Vec<&'ast Expr>,
+    },
+    /// `path!(args)` with a parsed body.
+    Macro {
+        name: String,
+        args: Vec<&'ast Expr>,
+    },
+    /// A variable or constant: `con`, `self.pool`, `SCRIPT`.
+    Path(String),
+    Other,
+}
+
+#[derive(Clone)]
+pub(super) enum SegKind<'ast> {
+    Method {
+        name: String,
+        args: Vec<&'ast Expr>,
+        unit_turbofish: bool,
+    },
+    Await,
+    Try,
+    Field,
+}
+
+#[derive(Clone)]
+pub(super) struct Seg<'ast> {
+    pub kind: SegKind<'ast>,
+    /// Start of the method name (or operator).
+    pub start: proc_macro2::Span,
+    /// The expression this segment completes.
+    pub expr: &'ast Expr,
+}
+
+impl Seg<'_> {
+    pub fn method(&self) -> Option<&str> {
+        match &self.kind {
+            SegKind::Method { name, .. } => Some(name),
+            _ => None,
+        }
+    }
+
+    pub fn args(&self) -> &[&Expr] {
+        match &self.kind {
+            SegKind::Method { args, .. } => args,
+            _ => &[],
+        }
+    }
+
+    /// `.await` or `?`: the call has run.
+    pub fn runs(&self) -> bool {
+        matches!(self.kind, SegKind::Await | SegKind::Try)
+    }
+}
+
+/// Where a pack API is anchored in a chain: the root call, or a segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Anchor {
+    Root,
+    Seg(usize),
+}
+
+impl Anchor {
+    /// The first segment of the anchor's window.
+    pub fn from(self) -> usize {
+        match self {
+            Anchor::Root => 0,
+            Anchor::Seg(i) => i,
+        }
+    }
+}
+
+pub(super) struct Chain<'ast> {
+    pub root: Root<'ast>,
+    pub root_expr: &'ast Expr,
+    pub segs: Vec<Seg<'ast>>,
+    /// Segments that came from a `let`-bound builder this chain continues.
+    pub inherited: usize,
+    /// The root came from a builder (already walked where it was built).
+    pub resolved: bool,
+    /// The variable the chain starts from, if any.
+    pub var: Option<String>,
+}
+
+impl<'ast> Chain<'ast> {
+    pub fn method_names(&self) -> impl Iterator<Item = &str> {
+        self.segs.iter().filter_map(Seg::method)
+    }
+
+    /// The chain has run: an `.await` or `?` of its own.
+    pub fn runs(&self) -> bool {
+        self.segs.iter().any(Seg::runs)
+    }
+}
+
+pub(super) fn is_chain(e: &Expr) -> bool {
+    matches!(
+        e,
+        Expr::MethodCall(_) | Expr::Call(_) | Expr::Macro(_) | Expr::Await(_) | Expr::Try(_)
+    )
+}
+
+pub(super) fn flatten<'ast>(macros: &'ast MacroArgs, e: &'ast Expr) -> Chain<'ast> {
+    let mut segs = Vec::new();
+    let mut cur = e;
+    loop {
+        match cur {
+            Expr::MethodCall(m) => {
+                let unit_turbofish = m.turbofish.as_ref().is_some_and(|t| {
+                    t.args.iter().any(|a| {
+                        matches!(a, syn::GenericArgument::Type(syn::Type::Tuple(tt)) if tt.elems.is_empty())
+                    })
+                });
+                segs.push(Seg {
+                    kind: SegKind::Method {
+                        name: m.method.to_string(),
+                        args: m.args.iter().collect(),
+                        unit_turbofish,
+                    },
+                    start: m.method.span(),
+                    expr: cur,
+                });
+                cur = &m.receiver;
+            }
+            Expr::Await(a) => {
+                segs.push(Seg {
+                    kind: SegKind::Await,
+                    start: a.await_token.span,
+                    expr: cur,
+                });
+                cur = &a.base;
+            }
+            Expr::Try(t) => {
+                segs.push(Seg {
+                    kind: SegKind::Try,
+                    start: t.question_token.span,
+                    expr: cur,
+                });
+                cur = &t.expr;
+            }
+            Expr::Paren(p) => cur = &p.expr,
+            Expr::Group(g) => cur = &g.expr,
+            Expr::Field(f) if is_chain(&f.base) => {
+                segs.push(Seg {
+                    kind: SegKind::Field,
+                    start: f.dot_token.span,
+                    expr: cur,
+                });
+                cur = &f.base;
+            }
+            _ => break,
+        }
+    }
+    segs.reverse();
+    let root = match cur {
+        Expr::Call(c) => match &*c.func {
+            Expr::Path(p) => Root::Call {
+                path: &p.path,
+                args: c.args.iter().collect(),
+            },
+            _ => Root::Other,
+        },
+        Expr::Macro(m) => match macros.get(&macro_key(&m.mac)) {
+            Some(args) => Root::Macro {
+                name: macro_name(&m.mac),
+                args: args.iter().collect(),
+            },
+            None => Root::Other,
+        },
+        Expr::Path(p) => Root::Path(keys::compact(&p.path)),
+        Expr::Field(_) | Expr::Reference(_) => Root::Path(keys::normalise(cur)),
+        _ => Root::Other,
+    };
+    let var = match &root {
+        Root::Path(p) => Some(p.clone()),
+        _ => None,
+    };
+    Chain {
+        root,
+        root_expr: cur,
+        segs,
+        inherited: 0,
+        resolved: false,
+        var,
+    }
+}
+
+/// `Cmd::new().arg("SET")`: the first `.arg` right after `Cmd::new()`.
+pub(super) fn is_cmd_new(chain: &Chain, i: usize) -> bool {
+    i == 0
+        && matches!(&chain.root, Root::Call { path, .. }
+            if path.segments.len() >= 2
+                && path.segments[path.segments.len() - 2].ident == "Cmd"
+                && path.segments.last().is_some_and(|s| s.ident == "new"))
+}

@@ -1,0 +1,320 @@
+//! Matching a chain against the packs: candidate anchors, one view per
+//! anchor, the first matching API of each, and the event made of it.
+
+use std::collections::BTreeSet;
+
+use syn::spanned::Spanned;
+use syn::Expr;
+
+use super::super::event::*;
+use super::super::keys;
+use super::super::lockname::is_lock_name;
+use super::chain::{is_cmd_new, Anchor, Chain, Root, SegKind};
+use super::locals::{strings_of, SetId};
+use super::result_use::{result_use, Use};
+use super::syntax::{mentions, start_span, str_lit};
+use super::view::{Need, View};
+use super::walk::Walker;
+use crate::pack::{ApiRef, Role};
+use crate::source::Span;
+
+impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
+    /// Every string the chain carries: its root variable's (a local or a
+    /// constant), its root call's and every method's arguments. SQL and Lua
+    /// are usually given to the root (`query(SQL)`) and run by a later
+    /// method, so text shapes read the whole chain.
+    fn chain_texts(&self, chain: &Chain<'ast>) -> SetId {
+        let strings = &self.cx.strings;
+        let mut parts = Vec::new();
+        match &chain.root {
+            Root::Path(p) => {
+                if let Some(b) = self.locals.get(p) {
+                    parts.push(b.strings);
+                } else if let Some(s) = self.cx.const_strings(p.rsplit("::").next().unwrap_or(p)) {
+                    parts.push(s);
+                }
+            }
+            Root::Call { args, .. } | Root::Macro { args, .. } => {
+                for a in args {
+                    parts.push(strings_of(a, strings, self));
+                }
+            }
+            Root::Other => {}
+        }
+        for s in &chain.segs {
+            for a in s.args() {
+                parts.push(strings_of(a, strings, self));
+            }
+        }
+        strings.union(&parts)
+    }
+
+    /// Is the method at segment `i` one of a type this file defines (the
+    /// receiver's type is known and has that method)? Then it is that
+    /// type's method, not a lock client's with the same name.
+    fn own_method(&self, chain: &Chain<'ast>, i: usize, name: &str) -> bool {
+        let receiver = if i == 0 {
+            chain.root_expr
+        } else {
+            chain.segs[i - 1].expr
+        };
+        let ty = match keys::strip(receiver) {
+            Expr::Path(p) => p
+                .path
+                .get_ident()
+                .and_then(|id| self.locals.get(&id.to_string()))
+                .and_then(|b| b.ty.clone()),
+            Expr::Field(f) => self.field_type(f),
+            _ => None,
+        };
+        ty.is_some_and(|t| {
+            let head = super::syntax::type_head(&t).to_string();
+            self.cx.methods.contains(&(head, name.to_string()))
+        })
+    }
+
+    /// Classifies a chain; returns the ids of the events it made.
+    pub(super) fn classify(
+        &mut self,
+        chain: &Chain<'ast>,
+        top: &'ast Expr,
+        use_: &Use,
+    ) -> Vec<usize> {
+        let packs = self.cx.packs;
+        let n = chain.segs.len();
+        // Candidate anchors, with whether each starts a command (a new
+        // command in a pipeline ends the window of the one before it).
+        let mut anchors: Vec<(Anchor, Vec<ApiRef>, bool)> = Vec::new();
+        match &chain.root {
+            Root::Call { path, args } => {
+                let last = path
+                    .segments
+                    .last()
+                    .map(|s| s.ident.to_string())
+                    .unwrap_or_default();
+                let mut cands: Vec<ApiRef> = packs.by_function(&last).to_vec();
+                if last == "cmd" {
+                    if let Some(word) = args.first().and_then(|a| str_lit(a)) {
+                        cands.extend_from_slice(packs.by_command(&word.to_uppercase()));
+                    }
+                }
+                if !cands.is_empty() {
+                    anchors.push((Anchor::Root, cands, false));
+                }
+            }
+            Root::Macro { name, .. } => {
+                let cands = packs.by_macro(name);
+                if !cands.is_empty() {
+                    anchors.push((Anchor::Root, cands.to_vec(), false));
+                }
+            }
+            _ => {}
+        }
+        for (i, s) in chain.segs.iter().enumerate() {
+            if let SegKind::Method { name, args, .. } = &s.kind {
+                let mut cands: Vec<ApiRef> = packs.by_method(name).to_vec();
+                let mut command = false;
+                // `pipe().cmd("SET")` and `Cmd::new().arg("SET")`.
+                if name == "cmd" || (name == "arg" && is_cmd_new(chain, i)) {
+                    if let Some(word) = args.first().and_then(|a| str_lit(a)) {
+                        cands.extend_from_slice(packs.by_command(&word.to_uppercase()));
+                        command = true;
+                    }
+                }
+                if !cands.is_empty() && !command && self.own_method(chain, i, name) {
+                    continue;
+                }
+                if !cands.is_empty() {
+                    anchors.push((Anchor::Seg(i), cands, command));
+                }
+            }
+        }
+        if anchors.is_empty() && self.cx.text_only.is_empty() {
+            return Vec::new();
+        }
+        let texts = std::cell::OnceCell::new();
+        let texts_of = |w: &Self| *texts.get_or_init(|| w.chain_texts(chain));
+        // (anchor, api, window end). Anchored shapes (a method, function,
+        // macro or command) first, right to left, so each anchor's window
+        // ends where the next matched anchor (or command) begins.
+        let mut matched: Vec<(Anchor, ApiRef, usize)> = Vec::new();
+        let mut end = n;
+        for (anchor, cands, command) in anchors.iter().rev() {
+            let need = Need::of(packs, cands);
+            let t = if need.texts {
+                texts_of(self)
+            } else {
+                SetId::EMPTY
+            };
+            let view = View::new(self, chain, *anchor, end, t, need);
+            if let Some(api) = self.first_match(cands, &view) {
+                matched.push((*anchor, api, end));
+                end = anchor.from();
+            } else if *command {
+                end = anchor.from();
+            }
+        }
+        // A script or SQL statement says more than the generic method that
+        // runs it (`execute`, `invoke`): text shapes win over effects.
+        let only_effects = matched
+            .iter()
+            .all(|(_, r, _)| matches!(packs.api(*r).role, Role::Effect | Role::FencedEffect));
+        if only_effects && !self.cx.text_only.is_empty() {
+            let t = texts_of(self);
+            if !self.cx.strings.is_empty(t) {
+                let need = Need::of(packs, &self.cx.text_only);
+                let view = View::new(self, chain, Anchor::Root, n, t, need);
+                if let Some(api) = self.first_match(&self.cx.text_only, &view) {
+                    matched.clear();
+                    matched.push((Anchor::Root, api, n));
+                }
+            }
+        }
+        if matched.is_empty() {
+            return Vec::new();
+        }
+        // The builder a local held is judged here, where it runs: the view
+        // taken where it was bound is replaced.
+        if chain.inherited > 0 {
+            if let Some(b) = chain.var.as_ref().and_then(|v| self.locals.get_mut(v)) {
+                let old = std::mem::take(&mut b.builder_events);
+                self.dead.extend(old);
+            }
+        }
+        matched.reverse();
+        let t = texts_of(self);
+        let mut ids = Vec::new();
+        for (anchor, api, end) in matched {
+            let view = View::new(self, chain, anchor, end, t, Need::ALL);
+            let event = self.event(chain, &view, api, top, use_);
+            let id = self.model.events.len();
+            self.model.events.push(Event { id, ..event });
+            self.model.fns[self.f].events.push(id);
+            ids.push(id);
+        }
+        ids
+    }
+
+    /// The first candidate that matches, skipping shapes that need a lock
+    /// name when this call's key, binding and function have none.
+    fn first_match(&self, cands: &[ApiRef], view: &View) -> Option<ApiRef> {
+        let packs = self.cx.packs;
+        cands.iter().copied().find(|&r| {
+            let api = packs.api(r);
+            view.matches(api, packs.pack(r))
+                && (!api.needs_lock_name || self.lockish(view, api, &[]))
+        })
+    }
+
+    fn lockish(&self, view: &View, api: &crate::pack::Api, binding: &[String]) -> bool {
+        let key = view.key(api);
+        let key_lockish = key.as_ref().is_some_and(|k| {
+            is_lock_name(self.cx.lock_name, &k.norm)
+                || k.literal
+                    .as_ref()
+                    .is_some_and(|l| is_lock_name(self.cx.lock_name, l))
+                || self
+                    .locals
+                    .get(&k.norm)
+                    .and_then(|b| b.init)
+                    .is_some_and(|init| is_lock_name(self.cx.lock_name, &keys::normalise(init)))
+        });
+        key_lockish || self.fn_lockish || binding.iter().any(|b| is_lock_name(self.cx.lock_name, b))
+    }
+
+    fn event(
+        &self,
+        chain: &Chain<'ast>,
+        view: &View,
+        r: ApiRef,
+        top: &'ast Expr,
+        use_: &Use,
+    ) -> Event {
+        let packs = self.cx.packs;
+        let api = packs.api(r);
+        let src = self.cx.src;
+        // Primary span: from the anchor to the last method of its window.
+        // A builder continued from elsewhere is reported where it runs.
+        let inherited_anchor = match view.anchor {
+            Anchor::Root => chain.resolved,
+            Anchor::Seg(i) => i < chain.inherited,
+        };
+        let start = if inherited_anchor {
+            src.span_of(start_span(top)).start
+        } else {
+            match view.anchor {
+                Anchor::Root => src.span_of(start_span(chain.root_expr)).start,
+                Anchor::Seg(i) => src.span_of(chain.segs[i].start).start,
+            }
+        };
+        let last_method = (view.from..view.end)
+            .rev()
+            .find(|&i| matches!(chain.segs[i].kind, SegKind::Method { .. }));
+        let end_pos = match last_method {
+            Some(i) if !inherited_anchor || i >= chain.inherited => {
+                src.span_of(super::syntax::end_span(chain.segs[i].expr)).end
+            }
+            _ if inherited_anchor => src.span_of(super::syntax::end_span(top)).end,
+            _ => src.span_of(chain.root_expr.span()).end,
+        };
+        let span = Span {
+            start,
+            end: end_pos,
+        };
+        let chain_span = src.span_of(top.span());
+        let key = view.key(api);
+        let binding = match use_ {
+            Use::Let { names, .. } | Use::Cond { names } | Use::IfLetNoElse { names } => {
+                names.clone()
+            }
+            _ => Vec::new(),
+        };
+        let acquire = matches!(api.role, Role::Acquire | Role::TryAcquire);
+        let result = result_use(
+            chain,
+            view.anchor,
+            use_,
+            api.result,
+            &api.discard_methods,
+            acquire,
+        );
+        let expiry = view.expiry(api);
+        let lockish = self.lockish(view, api, &binding);
+        let mut all_mentions = mentions(chain.root_expr);
+        let mut arg_mentions = BTreeSet::new();
+        for s in &chain.segs {
+            for a in s.args() {
+                let m = mentions(a);
+                arg_mentions.extend(m.iter().cloned());
+                all_mentions.extend(m);
+            }
+        }
+        if let Root::Call { args, .. } | Root::Macro { args, .. } = &chain.root {
+            for a in args {
+                arg_mentions.extend(mentions(a));
+            }
+        }
+        Event {
+            id: 0,
+            api: r,
+            role: api.role,
+            backend: packs.pack(r).backend.clone(),
+            func: self.f,
+            span,
+            chain_span,
+            stmt_line: self.stmt_line,
+            key,
+            words: view.words.clone(),
+            chain_methods: chain.method_names().map(str::to_string).collect(),
+            result,
+            binding,
+            mentions: all_mentions,
+            arg_mentions,
+            expiry,
+            guards: self.guards.clone(),
+            lockish,
+            receiver: view.receiver().to_string(),
+            purpose: None,
+        }
+    }
+}

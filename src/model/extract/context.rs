@@ -1,0 +1,101 @@
+//! The read-only context of one file's extraction: the packs, the source,
+//! the file index, and the strings of constants (resolved once, on demand).
+
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use regex::Regex;
+use syn::Expr;
+
+use super::chain::MacroArgs;
+use super::index::Index;
+use super::locals::{strings_of, NameStrings, SetId, Strings};
+use crate::pack::{ApiRef, PackSet};
+use crate::source::SourceFile;
+
+pub(super) struct Cx<'a, 'ast> {
+    pub packs: &'a PackSet,
+    pub src: &'a SourceFile,
+    pub lock_name: &'a Regex,
+    pub consts: &'ast HashMap<String, &'ast Expr>,
+    /// Pack crates the file imports or names.
+    pub crates: BTreeSet<String>,
+    pub local_fns: HashSet<String>,
+    /// Modules this file declares (`mod store;`).
+    pub modules: HashSet<String>,
+    /// Text shapes (SQL, Lua) whose pack's trigger words occur in the file:
+    /// the others cannot match, and are not tried on every chain.
+    pub text_only: Vec<ApiRef>,
+    pub macros: &'ast MacroArgs,
+    /// Field types and methods of the types the file defines.
+    pub fields: &'ast HashMap<(String, String), String>,
+    pub methods: &'ast HashSet<(String, String)>,
+    pub strings: Strings,
+    const_sets: RefCell<HashMap<String, Option<SetId>>>,
+}
+
+impl<'a, 'ast> Cx<'a, 'ast> {
+    pub fn new(
+        packs: &'a PackSet,
+        src: &'a SourceFile,
+        lock_name: &'a Regex,
+        index: &'ast Index<'ast>,
+    ) -> Self {
+        Cx {
+            packs,
+            src,
+            lock_name,
+            consts: &index.consts,
+            crates: index
+                .crates
+                .iter()
+                .filter(|c| packs.crate_names.contains(*c))
+                .cloned()
+                .collect(),
+            local_fns: index.fns.iter().map(|f| f.name.clone()).collect(),
+            modules: index.modules.iter().cloned().collect(),
+            text_only: {
+                let hit = packs.triggered(&src.text);
+                packs
+                    .text_only()
+                    .iter()
+                    .copied()
+                    .filter(|r| hit[r.pack])
+                    .collect()
+            },
+            macros: &index.macros,
+            fields: &index.fields,
+            methods: &index.methods,
+            strings: Strings::default(),
+            const_sets: RefCell::default(),
+        }
+    }
+
+    /// The strings a constant or static holds, resolved once. A constant
+    /// that names itself (directly or through others) resolves to what was
+    /// found before the cycle closed.
+    pub fn const_strings(&self, name: &str) -> Option<SetId> {
+        if let Some(s) = self.const_sets.borrow().get(name) {
+            return *s;
+        }
+        let e = *self.consts.get(name)?;
+        // Mark as in progress: a cycle sees no strings.
+        self.const_sets
+            .borrow_mut()
+            .insert(name.to_string(), Some(SetId::EMPTY));
+        struct Consts<'c, 'a, 'ast>(&'c Cx<'a, 'ast>);
+        impl NameStrings for Consts<'_, '_, '_> {
+            fn local_strings(&self, _: &str) -> Option<SetId> {
+                None
+            }
+            fn const_strings(&self, name: &str) -> Option<SetId> {
+                self.0.const_strings(name)
+            }
+        }
+        let set = strings_of(e, &self.strings, &Consts(self));
+        self.const_sets
+            .borrow_mut()
+            .insert(name.to_string(), Some(set));
+        Some(set)
+    }
+}

@@ -1,0 +1,292 @@
+//! The file index: functions and methods, constants and statics, the types
+//! the file defines with their fields, the crates it names, and macro
+//! bodies parsed as expressions. Built in one visit before any function
+//! is walked.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use proc_macro2::TokenTree;
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::visit::{self, Visit};
+use syn::Expr;
+
+use super::super::keys;
+use super::chain::{macro_key, MacroArgs};
+use super::syntax::{macro_name, pat_names, type_text, vis_span, LOG_MACROS, OPAQUE_MACROS};
+use crate::source::{SourceFile, Span};
+
+pub(super) struct FnItem<'ast> {
+    pub name: String,
+    /// `Type::name` for methods, `name` for free functions.
+    pub qualified: String,
+    /// The type of `self` in a method.
+    pub self_ty: Option<String>,
+    pub span: proc_macro2::Span,
+    pub first_line: usize,
+    /// Parameter names, with their declared types.
+    pub params: Vec<(String, Option<String>)>,
+    /// The declared return type (`-> redis::Cmd`).
+    pub ret: Option<String>,
+    pub in_drop: bool,
+    pub body: &'ast syn::Block,
+}
+
+impl FnItem<'_> {
+    pub fn full_span(&self, src: &SourceFile) -> Span {
+        Span {
+            start: src.span_of(self.span).start,
+            end: src.span_of(self.body.brace_token.span.close()).end,
+        }
+    }
+}
+
+#[derive(Default)]
+pub(super) struct Index<'ast> {
+    pub fns: Vec<FnItem<'ast>>,
+    pub consts: HashMap<String, &'ast Expr>,
+    /// Declared types of constants and statics.
+    pub const_types: HashMap<String, String>,
+    pub crates: BTreeSet<String>,
+    pub macros: MacroArgs,
+    /// Types (structs, enums, traits, aliases) the file defines.
+    pub types: HashSet<String>,
+    /// Field types of the structs the file defines: (struct, field) → type.
+    pub fields: HashMap<(String, String), String>,
+    /// Methods defined on the file's own types: (type, method).
+    pub methods: HashSet<(String, String)>,
+    impl_stack: Vec<(String, bool)>,
+    pub modules: Vec<String>,
+}
+
+fn first_line(
+    attrs: &[syn::Attribute],
+    sig: &syn::Signature,
+    vis_span: Option<proc_macro2::Span>,
+) -> usize {
+    // The placement rules look above the fn's first line that is not a doc
+    // comment (doc comments are attributes to syn, but comments to us).
+    let mut line = vis_span
+        .map(|s| s.start().line)
+        .unwrap_or_else(|| sig.span().start().line);
+    line = line.min(sig.fn_token.span.start().line);
+    for a in attrs {
+        if !a.path().is_ident("doc") {
+            line = line.min(a.span().start().line);
+        }
+    }
+    line
+}
+
+fn params(sig: &syn::Signature, self_ty: Option<&str>) -> Vec<(String, Option<String>)> {
+    sig.inputs
+        .iter()
+        .map(|arg| match arg {
+            syn::FnArg::Receiver(_) => ("self".to_string(), self_ty.map(str::to_string)),
+            syn::FnArg::Typed(t) => (
+                pat_names(&t.pat).into_iter().next().unwrap_or_default(),
+                Some(type_text(&t.ty)),
+            ),
+        })
+        .collect()
+}
+
+/// The declared return type, when it can be an unexecuted command or
+/// builder: not `()`, not a `Result`, `Option`, `bool` or `impl Trait`
+/// (a reply, or a future of one).
+fn ret(sig: &syn::Signature) -> Option<String> {
+    let syn::ReturnType::Type(_, t) = &sig.output else {
+        return None;
+    };
+    if sig.asyncness.is_some() {
+        return None;
+    }
+    let text = keys::compact(&**t);
+    let head = text.split('<').next().unwrap_or(&text);
+    let head = head.rsplit("::").next().unwrap_or(head);
+    let reply = head.ends_with("Result")
+        || matches!(head, "Option" | "bool" | "()" | "Self")
+        || text.starts_with("impl")
+        || text.starts_with('(');
+    (!reply).then(|| type_text(t))
+}
+
+fn self_type_name(t: &syn::Type) -> String {
+    match t {
+        syn::Type::Path(p) => p
+            .path
+            .segments
+            .last()
+            .map(|s| s.ident.to_string())
+            .unwrap_or_default(),
+        other => keys::compact(other),
+    }
+}
+
+impl<'ast> Visit<'ast> for Index<'ast> {
+    fn visit_item_fn(&mut self, i: &'ast syn::ItemFn) {
+        let vis = vis_span(&i.vis);
+        self.fns.push(FnItem {
+            name: i.sig.ident.to_string(),
+            qualified: i.sig.ident.to_string(),
+            self_ty: None,
+            span: i.sig.ident.span(),
+            first_line: first_line(&i.attrs, &i.sig, vis),
+            params: params(&i.sig, None),
+            ret: ret(&i.sig),
+            in_drop: false,
+            body: &i.block,
+        });
+        visit::visit_item_fn(self, i);
+    }
+
+    fn visit_item_struct(&mut self, i: &'ast syn::ItemStruct) {
+        let name = i.ident.to_string();
+        for f in &i.fields {
+            if let Some(id) = &f.ident {
+                self.fields
+                    .insert((name.clone(), id.to_string()), type_text(&f.ty));
+            }
+        }
+        self.types.insert(name);
+        visit::visit_item_struct(self, i);
+    }
+
+    fn visit_item_enum(&mut self, i: &'ast syn::ItemEnum) {
+        self.types.insert(i.ident.to_string());
+        visit::visit_item_enum(self, i);
+    }
+
+    fn visit_item_impl(&mut self, i: &'ast syn::ItemImpl) {
+        let ty = self_type_name(&i.self_ty);
+        let drop = i
+            .trait_
+            .as_ref()
+            .and_then(|(_, p, _)| p.segments.last())
+            .is_some_and(|s| s.ident == "Drop");
+        self.impl_stack.push((ty, drop));
+        visit::visit_item_impl(self, i);
+        self.impl_stack.pop();
+    }
+
+    fn visit_impl_item_fn(&mut self, i: &'ast syn::ImplItemFn) {
+        let (ty, drop) = self.impl_stack.last().cloned().unwrap_or_default();
+        let vis = vis_span(&i.vis);
+        self.methods.insert((ty.clone(), i.sig.ident.to_string()));
+        self.fns.push(FnItem {
+            name: i.sig.ident.to_string(),
+            qualified: format!("{ty}::{}", i.sig.ident),
+            self_ty: Some(ty.clone()),
+            span: i.sig.ident.span(),
+            first_line: first_line(&i.attrs, &i.sig, vis),
+            params: params(&i.sig, Some(&ty)),
+            ret: ret(&i.sig),
+            in_drop: drop,
+            body: &i.block,
+        });
+        visit::visit_impl_item_fn(self, i);
+    }
+
+    fn visit_item_trait(&mut self, i: &'ast syn::ItemTrait) {
+        self.types.insert(i.ident.to_string());
+        self.impl_stack.push((i.ident.to_string(), false));
+        visit::visit_item_trait(self, i);
+        self.impl_stack.pop();
+    }
+
+    fn visit_trait_item_fn(&mut self, i: &'ast syn::TraitItemFn) {
+        if let Some(body) = &i.default {
+            let (ty, _) = self.impl_stack.last().cloned().unwrap_or_default();
+            self.fns.push(FnItem {
+                name: i.sig.ident.to_string(),
+                qualified: format!("{ty}::{}", i.sig.ident),
+                self_ty: Some(ty.clone()),
+                span: i.sig.ident.span(),
+                first_line: first_line(&i.attrs, &i.sig, None),
+                params: params(&i.sig, Some(&ty)),
+                ret: ret(&i.sig),
+                in_drop: false,
+                body,
+            });
+        }
+        visit::visit_trait_item_fn(self, i);
+    }
+
+    fn visit_item_mod(&mut self, i: &'ast syn::ItemMod) {
+        self.modules.push(i.ident.to_string());
+        visit::visit_item_mod(self, i);
+    }
+
+    fn visit_item_const(&mut self, i: &'ast syn::ItemConst) {
+        self.consts.insert(i.ident.to_string(), &i.expr);
+        self.const_types
+            .insert(i.ident.to_string(), type_text(&i.ty));
+        visit::visit_item_const(self, i);
+    }
+
+    fn visit_item_static(&mut self, i: &'ast syn::ItemStatic) {
+        self.consts.insert(i.ident.to_string(), &i.expr);
+        self.const_types
+            .insert(i.ident.to_string(), type_text(&i.ty));
+        visit::visit_item_static(self, i);
+    }
+
+    fn visit_use_tree(&mut self, u: &'ast syn::UseTree) {
+        match u {
+            syn::UseTree::Path(p) => {
+                self.crates.insert(p.ident.to_string());
+            }
+            syn::UseTree::Name(n) => {
+                self.crates.insert(n.ident.to_string());
+            }
+            syn::UseTree::Rename(r) => {
+                self.crates.insert(r.ident.to_string());
+            }
+            syn::UseTree::Group(g) => {
+                for t in &g.items {
+                    self.visit_use_tree(t);
+                }
+            }
+            syn::UseTree::Glob(_) => {}
+        }
+    }
+
+    fn visit_item_extern_crate(&mut self, i: &'ast syn::ItemExternCrate) {
+        self.crates.insert(i.ident.to_string());
+    }
+
+    fn visit_path(&mut self, p: &'ast syn::Path) {
+        if p.segments.len() >= 2 {
+            let first = p.segments[0].ident.to_string();
+            if first != "self" && first != "crate" && first != "super" && first != "Self" {
+                self.crates.insert(first);
+            }
+        }
+        visit::visit_path(self, p);
+    }
+
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        let name = macro_name(m);
+        if !LOG_MACROS.contains(&name.as_str()) && !OPAQUE_MACROS.contains(&name.as_str()) {
+            if let Ok(args) =
+                m.parse_body_with(Punctuated::<Expr, syn::Token![,]>::parse_terminated)
+            {
+                let args: Vec<Expr> = args.into_iter().collect();
+                self.macros.insert(macro_key(m), args);
+            }
+        }
+        // Paths inside macro bodies are evidence too (`sqlx::query!` args).
+        for tt in m.tokens.clone() {
+            if let TokenTree::Ident(id) = tt {
+                let s = id.to_string();
+                if s.len() > 2 {
+                    // Only identifiers directly followed by `::` would be
+                    // paths; a cheap over-approximation is fine here because
+                    // it is filtered against the packs' crate names.
+                    self.crates.insert(s);
+                }
+            }
+        }
+        visit::visit_macro(self, m);
+    }
+}

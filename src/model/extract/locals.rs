@@ -1,0 +1,336 @@
+//! The value flow of one function: block-scoped bindings, and the strings
+//! each one can hold.
+//!
+//! A binding is resolved when it is declared: its strings are the literals
+//! of its initialiser plus the (already resolved) strings of the bindings
+//! and constants the initialiser names. So no lookup ever walks back
+//! through a chain of `let`s, nothing is copied per path, and a binding
+//! dies with its block. Strings are interned once per file ([`StrId`]) and
+//! sets of them once per distinct set ([`SetId`]), so a 1 MB constant used
+//! at 8,000 call sites is one string and one set, and a text pattern is
+//! matched against it once.
+
+use std::cell::{OnceCell, RefCell};
+use std::collections::{BTreeSet, HashMap};
+use std::rc::Rc;
+
+use proc_macro2::TokenTree;
+use syn::visit::{self, Visit};
+use syn::Expr;
+
+use super::chain::{Root, Seg};
+use super::syntax::collect_words;
+use crate::pack::Pattern;
+
+/// A string literal of the file, interned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(super) struct StrId(u32);
+
+/// A set of interned strings, itself interned: equal sets share one id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) struct SetId(u32);
+
+impl SetId {
+    pub const EMPTY: SetId = SetId(0);
+}
+
+/// A binding of the function being walked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct LocalId(u32);
+
+/// The file's strings and string sets, and text-pattern results per set.
+pub(super) struct Strings {
+    strs: RefCell<Vec<Rc<str>>>,
+    by_text: RefCell<HashMap<Rc<str>, StrId>>,
+    sets: RefCell<Vec<Rc<[StrId]>>>,
+    by_set: RefCell<HashMap<Rc<[StrId]>, SetId>>,
+    joined: RefCell<HashMap<SetId, Rc<str>>>,
+    /// (set, pattern address) → does the pattern match the set's text.
+    matched: RefCell<HashMap<(SetId, usize), bool>>,
+}
+
+impl Default for Strings {
+    fn default() -> Self {
+        let empty: Rc<[StrId]> = Rc::from(Vec::new());
+        let mut by_set = HashMap::new();
+        by_set.insert(empty.clone(), SetId::EMPTY);
+        Strings {
+            strs: RefCell::default(),
+            by_text: RefCell::default(),
+            sets: RefCell::new(vec![empty]),
+            by_set: RefCell::new(by_set),
+            joined: RefCell::default(),
+            matched: RefCell::default(),
+        }
+    }
+}
+
+impl Strings {
+    pub fn intern(&self, s: &str) -> StrId {
+        if let Some(&id) = self.by_text.borrow().get(s) {
+            return id;
+        }
+        let rc: Rc<str> = Rc::from(s);
+        let mut strs = self.strs.borrow_mut();
+        let id = StrId(strs.len() as u32);
+        strs.push(rc.clone());
+        self.by_text.borrow_mut().insert(rc, id);
+        id
+    }
+
+    pub fn set_of(&self, mut ids: Vec<StrId>) -> SetId {
+        ids.sort_unstable();
+        ids.dedup();
+        if let Some(&id) = self.by_set.borrow().get(ids.as_slice()) {
+            return id;
+        }
+        let rc: Rc<[StrId]> = Rc::from(ids);
+        let mut sets = self.sets.borrow_mut();
+        let id = SetId(sets.len() as u32);
+        sets.push(rc.clone());
+        self.by_set.borrow_mut().insert(rc, id);
+        id
+    }
+
+    pub fn union(&self, parts: &[SetId]) -> SetId {
+        let parts: Vec<SetId> = parts
+            .iter()
+            .copied()
+            .filter(|&p| p != SetId::EMPTY)
+            .collect();
+        match parts.as_slice() {
+            [] => SetId::EMPTY,
+            [one] => *one,
+            _ => {
+                let sets = self.sets.borrow();
+                let all: Vec<StrId> = parts
+                    .iter()
+                    .flat_map(|p| sets[p.0 as usize].iter().copied())
+                    .collect();
+                drop(sets);
+                self.set_of(all)
+            }
+        }
+    }
+
+    pub fn is_empty(&self, set: SetId) -> bool {
+        set == SetId::EMPTY
+    }
+
+    /// The set's strings joined by newlines, in first-seen order.
+    pub fn joined(&self, set: SetId) -> Rc<str> {
+        if let Some(j) = self.joined.borrow().get(&set) {
+            return j.clone();
+        }
+        let sets = self.sets.borrow();
+        let strs = self.strs.borrow();
+        let text: Vec<&str> = sets[set.0 as usize]
+            .iter()
+            .map(|s| &*strs[s.0 as usize])
+            .collect();
+        let j: Rc<str> = Rc::from(text.join("\n"));
+        self.joined.borrow_mut().insert(set, j.clone());
+        j
+    }
+
+    /// Whether `p` matches the set's text; each (set, pattern) is matched once.
+    pub fn matches(&self, set: SetId, p: &Pattern) -> bool {
+        let key = (set, p as *const Pattern as usize);
+        if let Some(&m) = self.matched.borrow().get(&key) {
+            return m;
+        }
+        let m = p.is_match(&self.joined(set));
+        self.matched.borrow_mut().insert(key, m);
+        m
+    }
+}
+
+/// An unexecuted builder a binding holds: the chain it was built by.
+#[derive(Clone)]
+pub(super) struct Builder<'ast> {
+    pub root: Root<'ast>,
+    pub root_expr: &'ast Expr,
+    pub segs: Vec<Seg<'ast>>,
+}
+
+pub(super) struct Binding<'ast> {
+    pub name: String,
+    /// The initialiser, when the binding is the whole of it (not a part of
+    /// a destructured pattern, not a parameter).
+    pub init: Option<&'ast Expr>,
+    /// Strings the bound value may hold.
+    pub strings: SetId,
+    pub builder: Option<Builder<'ast>>,
+    /// The declared (or evident) type, with references and smart pointers
+    /// peeled off.
+    pub ty: Option<String>,
+    /// Events classified at the binding's own statement: a fuller view of
+    /// the same builder (where it runs) replaces them.
+    pub builder_events: Vec<usize>,
+    words: OnceCell<Rc<BTreeSet<String>>>,
+}
+
+impl<'ast> Binding<'ast> {
+    pub fn new(name: String) -> Self {
+        Binding {
+            name,
+            init: None,
+            strings: SetId::EMPTY,
+            builder: None,
+            ty: None,
+            builder_events: Vec::new(),
+            words: OnceCell::new(),
+        }
+    }
+
+    /// Words of the initialiser (see [`collect_words`]), gathered once.
+    pub fn words(&self) -> Rc<BTreeSet<String>> {
+        self.words
+            .get_or_init(|| {
+                let mut w = BTreeSet::new();
+                if let Some(e) = self.init {
+                    collect_words(e, &mut w);
+                }
+                Rc::new(w)
+            })
+            .clone()
+    }
+}
+
+/// Block-scoped bindings with shadowing.
+#[derive(Default)]
+pub(super) struct LocalTable<'ast> {
+    bindings: Vec<Binding<'ast>>,
+    /// Name → its visible bindings, innermost last.
+    visible: HashMap<String, Vec<LocalId>>,
+    /// Names declared in each open scope, innermost last.
+    scopes: Vec<Vec<String>>,
+}
+
+impl<'ast> LocalTable<'ast> {
+    pub fn push_scope(&mut self) {
+        self.scopes.push(Vec::new());
+    }
+
+    pub fn pop_scope(&mut self) {
+        for name in self.scopes.pop().unwrap_or_default() {
+            if let Some(stack) = self.visible.get_mut(&name) {
+                stack.pop();
+                if stack.is_empty() {
+                    self.visible.remove(&name);
+                }
+            }
+        }
+    }
+
+    pub fn declare(&mut self, b: Binding<'ast>) -> LocalId {
+        let id = LocalId(self.bindings.len() as u32);
+        let name = b.name.clone();
+        self.bindings.push(b);
+        self.visible.entry(name.clone()).or_default().push(id);
+        match self.scopes.last_mut() {
+            Some(s) => s.push(name),
+            None => self.scopes.push(vec![name]),
+        }
+        id
+    }
+
+    pub fn id(&self, name: &str) -> Option<LocalId> {
+        self.visible.get(name).and_then(|s| s.last()).copied()
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Binding<'ast>> {
+        self.id(name).map(|id| &self.bindings[id.0 as usize])
+    }
+
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut Binding<'ast>> {
+        let id = self.id(name)?;
+        Some(&mut self.bindings[id.0 as usize])
+    }
+}
+
+/// What [`strings_of`] needs to resolve names: the visible bindings and the
+/// file's constants.
+pub(super) trait NameStrings {
+    fn local_strings(&self, name: &str) -> Option<SetId>;
+    fn const_strings(&self, name: &str) -> Option<SetId>;
+}
+
+/// The strings an expression can evaluate to or carry: its literals, and
+/// the resolved strings of the locals and constants it names. Closures and
+/// `async` blocks are not entered: their code runs elsewhere, and the walk
+/// judges the calls inside them where they are.
+pub(super) fn strings_of(e: &Expr, strings: &Strings, names: &dyn NameStrings) -> SetId {
+    struct V<'s, 'n> {
+        strings: &'s Strings,
+        names: &'n dyn NameStrings,
+        ids: Vec<StrId>,
+        sets: Vec<SetId>,
+    }
+    impl V<'_, '_> {
+        fn name(&mut self, name: &str) {
+            if let Some(s) = self.names.local_strings(name) {
+                self.sets.push(s);
+            } else if name.chars().next().is_some_and(|c| c.is_ascii_uppercase()) {
+                if let Some(s) = self.names.const_strings(name) {
+                    self.sets.push(s);
+                }
+            }
+        }
+        fn tokens(&mut self, ts: &proc_macro2::TokenStream) {
+            let mut stack = vec![ts.clone()];
+            while let Some(ts) = stack.pop() {
+                for tt in ts {
+                    match tt {
+                        TokenTree::Literal(l) => {
+                            if let Ok(s) = syn::parse2::<syn::LitStr>(TokenTree::Literal(l).into())
+                            {
+                                self.ids.push(self.strings.intern(&s.value()));
+                            }
+                        }
+                        TokenTree::Ident(i) => self.name(&i.to_string()),
+                        TokenTree::Group(g) => stack.push(g.stream()),
+                        TokenTree::Punct(_) => {}
+                    }
+                }
+            }
+        }
+    }
+    impl<'ast> Visit<'ast> for V<'_, '_> {
+        fn visit_lit_str(&mut self, l: &'ast syn::LitStr) {
+            self.ids.push(self.strings.intern(&l.value()));
+        }
+        fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
+            if let Some(last) = p.path.segments.last() {
+                let name = last.ident.to_string();
+                if p.path.segments.len() == 1 {
+                    self.name(&name);
+                } else if name.chars().next().is_some_and(|c| c.is_ascii_uppercase()) {
+                    if let Some(s) = self.names.const_strings(&name) {
+                        self.sets.push(s);
+                    }
+                }
+            }
+        }
+        fn visit_expr_field(&mut self, f: &'ast syn::ExprField) {
+            // `self.sql.campaign`, `CONFIG.lock_sql`: a field of a constant
+            // or static carries its strings too.
+            visit::visit_expr_field(self, f);
+        }
+        fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
+        fn visit_expr_async(&mut self, _: &'ast syn::ExprAsync) {}
+        fn visit_macro(&mut self, m: &'ast syn::Macro) {
+            self.tokens(&m.tokens);
+        }
+    }
+    let mut v = V {
+        strings,
+        names,
+        ids: Vec::new(),
+        sets: Vec::new(),
+    };
+    v.visit_expr(e);
+    let own = strings.set_of(v.ids);
+    v.sets.push(own);
+    strings.union(&v.sets)
+}

@@ -1,0 +1,145 @@
+//! The extraction pass: syntax tree + rule packs → [`FileModel`].
+//!
+//! One walk per function body ([`walk`]) keeps a block-scoped table of
+//! bindings ([`locals`]) and flattens every call chain once ([`chain`]);
+//! the classifier ([`classify`]) matches each chain against the packs
+//! through per-anchor views ([`view`]) and turns matches into [`Event`]s
+//! that record the key, the literal words, how the result is used
+//! ([`result_use`]) and what encloses the call. A command built across
+//! statements (`let mut c = cmd("SET"); c.arg(k).arg("NX"); c.query(..)`)
+//! or returned unexecuted by a function of the file is one command, judged
+//! where it runs. The file index ([`index`]) and the per-file context
+//! ([`context`]) are built before any body is walked and only read after.
+
+mod chain;
+mod classify;
+mod context;
+mod index;
+mod locals;
+mod result_use;
+mod syntax;
+mod view;
+mod walk;
+
+use std::collections::{HashMap, HashSet};
+
+use regex::Regex;
+use syn::visit::Visit;
+
+use super::event::*;
+use super::lockname::is_lock_name;
+use crate::pack::PackSet;
+use crate::source::SourceFile;
+use context::Cx;
+use index::{FnItem, Index};
+use locals::{Builder, LocalTable};
+use walk::Walker;
+
+pub use syntax::{mentions, pat_names};
+pub use walk::MAX_EXPR_DEPTH;
+
+pub struct Options<'a> {
+    pub lock_name: &'a Regex,
+}
+
+pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Options) -> FileModel {
+    let mut index = Index::default();
+    index.visit_file(file);
+    let cx = Cx::new(packs, src, opts.lock_name, &index);
+    let (model, returned) = run(&cx, &index.fns, &HashMap::new());
+    // Functions of this file that return an unexecuted builder: walk again
+    // so that their callers judge the command where they run it.
+    if returned.is_empty() || !calls_any(&model, &returned) {
+        return model;
+    }
+    run(&cx, &index.fns, &returned).0
+}
+
+fn calls_any(model: &FileModel, returned: &HashMap<String, Builder>) -> bool {
+    model
+        .fns
+        .iter()
+        .flat_map(|f| &f.calls)
+        .any(|c| !c.method && returned.contains_key(&c.name))
+}
+
+fn run<'ast>(
+    cx: &Cx<'_, 'ast>,
+    fns: &[FnItem<'ast>],
+    returned: &HashMap<String, Builder<'ast>>,
+) -> (FileModel, HashMap<String, Builder<'ast>>) {
+    let mut model = FileModel::default();
+    let mut dead = HashSet::new();
+    let mut returns = HashMap::new();
+    for item in fns {
+        let f = model.fns.len();
+        let span = item.full_span(cx.src);
+        model.fns.push(FnModel {
+            name: item.name.clone(),
+            qualified: item.qualified.clone(),
+            span,
+            first_line: item.first_line,
+            params: item.params.iter().map(|(n, _)| n.clone()).collect(),
+            in_drop: item.in_drop,
+            ..FnModel::default()
+        });
+        let mut w = Walker {
+            cx,
+            model: &mut model,
+            dead: &mut dead,
+            f,
+            fn_lockish: is_lock_name(cx.lock_name, &item.qualified),
+            locals: LocalTable::default(),
+            guards: Vec::new(),
+            stmt_line: span.start.line,
+            depth: 0,
+            returned,
+            returns: None,
+            let_init: None,
+            let_events: Vec::new(),
+        };
+        w.body(&item.params, item.body);
+        if let Some(b) = w.returns.take() {
+            // Only a function declared to return something hands a builder
+            // back; the events its body made of it are its callers' now.
+            if item.ret.is_some() && item.self_ty.is_none() {
+                dead.extend(b.events.iter().copied());
+                returns.insert(item.name.clone(), b.builder);
+            }
+        }
+    }
+    remove_dead(&mut model, &dead);
+    for f in &mut model.fns {
+        f.events.sort_by_key(|&i| model.events[i].span.start.offset);
+    }
+    (model, returns)
+}
+
+/// Drops events replaced by a fuller view of the same builder, renumbering
+/// the rest.
+fn remove_dead(model: &mut FileModel, dead: &HashSet<usize>) {
+    if dead.is_empty() {
+        return;
+    }
+    let mut remap = vec![None; model.events.len()];
+    let mut events = Vec::new();
+    for (i, e) in model.events.drain(..).enumerate() {
+        if !dead.contains(&i) {
+            remap[i] = Some(events.len());
+            events.push(e);
+        }
+    }
+    for (i, e) in events.iter_mut().enumerate() {
+        e.id = i;
+    }
+    model.events = events;
+    let keep = |ids: &mut Vec<usize>| {
+        *ids = ids.iter().filter_map(|&i| remap[i]).collect();
+    };
+    for f in &mut model.fns {
+        keep(&mut f.events);
+        for g in &mut f.guards {
+            keep(&mut g.events);
+        }
+    }
+}

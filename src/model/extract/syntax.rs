@@ -1,0 +1,432 @@
+//! Small syntax helpers: spans without rendering tokens, literals, patterns,
+//! and the identifiers an expression mentions.
+
+use std::collections::BTreeSet;
+
+use proc_macro2::TokenTree;
+use syn::spanned::Spanned;
+use syn::visit::{self, Visit};
+use syn::{Expr, Pat};
+
+use super::super::keys;
+use crate::source::{SourceFile, Span};
+
+/// Macros whose arguments are only printed: a token that reaches one of these
+/// has been logged, not used.
+pub(super) const LOG_MACROS: &[&str] = &[
+    "println",
+    "print",
+    "eprintln",
+    "eprint",
+    "info",
+    "debug",
+    "warn",
+    "error",
+    "trace",
+    "log",
+    "event",
+    "span",
+    "info_span",
+    "debug_span",
+    "trace_span",
+    "warn_span",
+    "error_span",
+    "dbg",
+    "format_args",
+    "write",
+    "writeln",
+    "panic",
+    "unreachable",
+    "todo",
+    "unimplemented",
+    "assert",
+    "assert_eq",
+    "assert_ne",
+    "debug_assert",
+    "debug_assert_eq",
+    "debug_assert_ne",
+    "tracing",
+];
+
+/// Macros that are not expressions worth parsing.
+pub(super) const OPAQUE_MACROS: &[&str] = &[
+    "format",
+    "concat",
+    "stringify",
+    "include_str",
+    "include_bytes",
+    "include",
+    "env",
+    "option_env",
+    "cfg",
+    "compile_error",
+    "line",
+    "column",
+    "file",
+    "module_path",
+    "matches",
+    "macro_rules",
+];
+
+/// Where an expression starts, without `Spanned::span`, which renders the
+/// whole expression to tokens (a statement holding a large block would be
+/// rendered again at every level of nesting). Falls back to it for the
+/// rare shapes not listed, and where attributes come first.
+pub(super) fn start_span(e: &Expr) -> proc_macro2::Span {
+    match e {
+        Expr::MethodCall(m) if m.attrs.is_empty() => start_span(&m.receiver),
+        Expr::Call(c) if c.attrs.is_empty() => start_span(&c.func),
+        Expr::Field(f) if f.attrs.is_empty() => start_span(&f.base),
+        Expr::Await(a) if a.attrs.is_empty() => start_span(&a.base),
+        Expr::Try(t) if t.attrs.is_empty() => start_span(&t.expr),
+        Expr::Index(i) if i.attrs.is_empty() => start_span(&i.expr),
+        Expr::Binary(b) if b.attrs.is_empty() => start_span(&b.left),
+        Expr::Assign(a) if a.attrs.is_empty() => start_span(&a.left),
+        Expr::Cast(c) if c.attrs.is_empty() => start_span(&c.expr),
+        Expr::If(i) if i.attrs.is_empty() => i.if_token.span,
+        Expr::Match(m) if m.attrs.is_empty() => m.match_token.span,
+        Expr::While(w) if w.attrs.is_empty() && w.label.is_none() => w.while_token.span,
+        Expr::ForLoop(f) if f.attrs.is_empty() && f.label.is_none() => f.for_token.span,
+        Expr::Loop(l) if l.attrs.is_empty() && l.label.is_none() => l.loop_token.span,
+        Expr::Block(b) if b.attrs.is_empty() && b.label.is_none() => {
+            b.block.brace_token.span.open()
+        }
+        Expr::Unsafe(u) if u.attrs.is_empty() => u.unsafe_token.span,
+        Expr::Return(r) if r.attrs.is_empty() => r.return_token.span,
+        Expr::Macro(m) if m.attrs.is_empty() => m.mac.path.span(),
+        Expr::Path(p) if p.attrs.is_empty() && p.qself.is_none() => p.path.span(),
+        Expr::Reference(r) if r.attrs.is_empty() => r.and_token.span,
+        Expr::Lit(l) if l.attrs.is_empty() => l.lit.span(),
+        other => other.span(),
+    }
+}
+
+/// Where an expression ends, for the shapes a chain is made of (see
+/// [`start_span`]).
+pub(super) fn end_span(e: &Expr) -> proc_macro2::Span {
+    match e {
+        Expr::MethodCall(m) => m.paren_token.span.close(),
+        Expr::Call(c) => c.paren_token.span.close(),
+        Expr::Await(a) => a.await_token.span,
+        Expr::Try(t) => t.question_token.span,
+        Expr::Macro(m) => m.mac.delimiter.span().close(),
+        Expr::Path(p) if p.qself.is_none() => p.path.span(),
+        Expr::Lit(l) => l.lit.span(),
+        other => other.span(),
+    }
+}
+
+/// An expression's span, from [`start_span`] to [`end_span`].
+pub(super) fn expr_span(src: &SourceFile, e: &Expr) -> Span {
+    Span {
+        start: src.span_of(start_span(e)).start,
+        end: src.span_of(end_span(e)).end,
+    }
+}
+
+pub(super) fn vis_span(v: &syn::Visibility) -> Option<proc_macro2::Span> {
+    match v {
+        syn::Visibility::Inherited => None,
+        other => Some(other.span()),
+    }
+}
+
+pub(super) fn macro_name(m: &syn::Macro) -> String {
+    m.path
+        .segments
+        .last()
+        .map(|s| s.ident.to_string())
+        .unwrap_or_default()
+}
+
+pub(super) fn str_lit(e: &Expr) -> Option<String> {
+    match keys::strip(e) {
+        Expr::Lit(l) => match &l.lit {
+            syn::Lit::Str(s) => Some(s.value()),
+            syn::Lit::ByteStr(b) => Some(String::from_utf8_lossy(&b.value()).into_owned()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+pub(super) fn is_none(e: &Expr) -> bool {
+    matches!(keys::strip(e), Expr::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "None"))
+}
+
+/// `false`, `Ok(false)`, `None`, `0`: a fallback that means "not acquired".
+pub(super) fn is_negative(e: &Expr) -> bool {
+    match keys::strip(e) {
+        Expr::Lit(l) => match &l.lit {
+            syn::Lit::Bool(b) => !b.value,
+            syn::Lit::Int(i) => i.base10_digits() == "0",
+            _ => false,
+        },
+        Expr::Path(p) => p.path.segments.last().is_some_and(|s| s.ident == "None"),
+        Expr::Call(c) => {
+            matches!(&*c.func, Expr::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Ok" || s.ident == "Some"))
+                && c.args.len() == 1
+                && is_negative(&c.args[0])
+        }
+        Expr::Closure(c) => is_negative(&c.body),
+        Expr::Block(b) => match b.block.stmts.last() {
+            Some(syn::Stmt::Expr(e, None)) => is_negative(e),
+            _ => false,
+        },
+        Expr::Return(r) => r.expr.is_none(),
+        _ => false,
+    }
+}
+
+/// `true`, `Ok(true)`, `Some(..)`, `1`: a fallback that means "acquired".
+pub(super) fn is_positive(e: &Expr) -> bool {
+    match keys::strip(e) {
+        Expr::Lit(l) => match &l.lit {
+            syn::Lit::Bool(b) => b.value,
+            syn::Lit::Int(i) => i.base10_digits() == "1",
+            _ => false,
+        },
+        Expr::Call(c) => {
+            matches!(&*c.func, Expr::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Ok" || s.ident == "Some"))
+                && c.args.len() == 1
+                && (is_positive(&c.args[0])
+                    || matches!(keys::strip(&c.args[0]), Expr::Tuple(t) if t.elems.is_empty()))
+        }
+        Expr::Closure(c) => is_positive(&c.body),
+        Expr::Block(b) => match b.block.stmts.last() {
+            Some(syn::Stmt::Expr(e, None)) => is_positive(e),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+pub(super) fn struct_field<'e>(e: &'e Expr, field: &str) -> Option<&'e Expr> {
+    match keys::strip(e) {
+        Expr::Struct(s) => s.fields.iter().find_map(|f| match &f.member {
+            syn::Member::Named(n) if n == field => Some(&f.expr),
+            _ => None,
+        }),
+        Expr::Call(c) => c.args.iter().find_map(|a| struct_field(a, field)),
+        _ => None,
+    }
+}
+
+/// Fields an argument sets: struct-literal fields whose value is not `None`
+/// (`CreateOrUpdateKeyRequest { acquire: &sid, .. }`) and builder methods
+/// called inside it (`SetKeyRequest::builder().acquire(sid)`).
+pub(super) fn set_fields(e: &Expr, out: &mut BTreeSet<String>) {
+    struct V<'o>(&'o mut BTreeSet<String>);
+    impl<'ast> Visit<'ast> for V<'_> {
+        fn visit_expr_struct(&mut self, s: &'ast syn::ExprStruct) {
+            for f in &s.fields {
+                if let syn::Member::Named(n) = &f.member {
+                    if !is_none(&f.expr) {
+                        self.0.insert(n.to_string());
+                    }
+                }
+            }
+            visit::visit_expr_struct(self, s);
+        }
+        fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+            self.0.insert(m.method.to_string());
+            visit::visit_expr_method_call(self, m);
+        }
+        fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
+        fn visit_expr_block(&mut self, _: &'ast syn::ExprBlock) {}
+        fn visit_expr_async(&mut self, _: &'ast syn::ExprAsync) {}
+    }
+    V(out).visit_expr(e);
+}
+
+/// Upper-cased string literals and last segments of multi-segment paths.
+pub(super) fn collect_words(e: &Expr, out: &mut BTreeSet<String>) {
+    struct V<'o>(&'o mut BTreeSet<String>);
+    impl<'ast> Visit<'ast> for V<'_> {
+        fn visit_lit_str(&mut self, l: &'ast syn::LitStr) {
+            let v = l.value();
+            if v.len() <= 40 {
+                for w in v.split_whitespace() {
+                    self.0.insert(w.to_uppercase());
+                }
+            }
+        }
+        fn visit_path(&mut self, p: &'ast syn::Path) {
+            if p.segments.len() >= 2 {
+                if let Some(s) = p.segments.last() {
+                    self.0.insert(s.ident.to_string().to_uppercase());
+                }
+            } else if let Some(s) = p.segments.last() {
+                let id = s.ident.to_string();
+                if id == "None"
+                    || id == "Some"
+                    || id.chars().all(|c| c.is_ascii_uppercase() || c == '_')
+                {
+                    self.0.insert(id.to_uppercase());
+                }
+            }
+            visit::visit_path(self, p);
+        }
+        fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
+        fn visit_expr_block(&mut self, _: &'ast syn::ExprBlock) {}
+        fn visit_expr_async(&mut self, _: &'ast syn::ExprAsync) {}
+    }
+    V(out).visit_expr(e);
+}
+
+/// Identifiers an expression mentions: variables, fields, method receivers.
+pub fn mentions(e: &Expr) -> BTreeSet<String> {
+    struct V(BTreeSet<String>);
+    impl<'ast> Visit<'ast> for V {
+        fn visit_path(&mut self, p: &'ast syn::Path) {
+            if let Some(first) = p.segments.first() {
+                self.0.insert(first.ident.to_string());
+            }
+            visit::visit_path(self, p);
+        }
+        fn visit_member(&mut self, m: &'ast syn::Member) {
+            if let syn::Member::Named(n) = m {
+                self.0.insert(n.to_string());
+            }
+        }
+        fn visit_macro(&mut self, m: &'ast syn::Macro) {
+            self.0.extend(token_idents(&m.tokens));
+        }
+    }
+    let mut v = V(BTreeSet::new());
+    v.visit_expr(e);
+    v.0
+}
+
+pub(super) fn token_idents(ts: &proc_macro2::TokenStream) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut stack = vec![ts.clone()];
+    while let Some(ts) = stack.pop() {
+        for tt in ts {
+            match tt {
+                TokenTree::Ident(i) => {
+                    out.insert(i.to_string());
+                }
+                TokenTree::Group(g) => stack.push(g.stream()),
+                TokenTree::Literal(l) => {
+                    // Inline format arguments: `"{token}"`.
+                    let s = l.to_string();
+                    for part in s.split('{').skip(1) {
+                        let name: String = part
+                            .chars()
+                            .take_while(|c| c.is_alphanumeric() || *c == '_')
+                            .collect();
+                        if name.chars().next().is_some_and(|c| !c.is_ascii_digit()) {
+                            out.insert(name);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+pub(super) fn assign_target(e: &Expr) -> String {
+    let mut cur = e;
+    loop {
+        cur = match cur {
+            Expr::Field(f) => &f.base,
+            Expr::Index(i) => &i.expr,
+            Expr::Unary(u) => &u.expr,
+            Expr::Paren(p) => &p.expr,
+            Expr::Path(p) => {
+                return p
+                    .path
+                    .segments
+                    .first()
+                    .map(|s| s.ident.to_string())
+                    .unwrap_or_default()
+            }
+            _ => return String::new(),
+        }
+    }
+}
+
+/// Names a pattern binds, in source order.
+pub fn pat_names(p: &Pat) -> Vec<String> {
+    struct V(Vec<String>);
+    impl<'ast> Visit<'ast> for V {
+        fn visit_pat_ident(&mut self, i: &'ast syn::PatIdent) {
+            self.0.push(i.ident.to_string());
+            visit::visit_pat_ident(self, i);
+        }
+    }
+    let mut v = V(Vec::new());
+    v.visit_pat(p);
+    v.0
+}
+
+pub(super) fn is_wild(p: &Pat) -> bool {
+    match p {
+        Pat::Wild(_) => true,
+        Pat::Type(t) => is_wild(&t.pat),
+        _ => false,
+    }
+}
+
+/// The type written on a `let` pattern (`let x: T = ..`).
+pub(super) fn pat_type(p: &Pat) -> Option<&syn::Type> {
+    match p {
+        Pat::Type(t) => Some(&t.ty),
+        _ => None,
+    }
+}
+
+pub(super) fn pat_is_unit_typed(p: &Pat) -> bool {
+    matches!(p, Pat::Type(t) if matches!(&*t.ty, syn::Type::Tuple(tt) if tt.elems.is_empty()))
+}
+
+pub(super) fn pat_is_ok_some(p: &Pat) -> bool {
+    match p {
+        Pat::TupleStruct(ts) => ts
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "Ok" || s.ident == "Some"),
+        _ => false,
+    }
+}
+
+/// The text of a type with references, `mut`, `Arc`, `Box`, `Rc`, `Option`
+/// and generic wrappers that do not change what a method call reaches
+/// peeled off: `&Arc<Api<Lease>>` → `Api<Lease>`.
+pub(super) fn type_text(t: &syn::Type) -> String {
+    const WRAPPERS: &[&str] = &["Arc", "Rc", "Box", "Option", "RefCell", "Cell"];
+    let mut t = t;
+    loop {
+        match t {
+            syn::Type::Reference(r) => t = &r.elem,
+            syn::Type::Paren(p) => t = &p.elem,
+            syn::Type::Group(g) => t = &g.elem,
+            syn::Type::Path(p) if p.qself.is_none() => {
+                let last = match p.path.segments.last() {
+                    Some(l) => l,
+                    None => return String::new(),
+                };
+                if WRAPPERS.iter().any(|w| last.ident == w) {
+                    if let syn::PathArguments::AngleBracketed(a) = &last.arguments {
+                        if let Some(syn::GenericArgument::Type(inner)) = a.args.first() {
+                            t = inner;
+                            continue;
+                        }
+                    }
+                }
+                return keys::compact(p);
+            }
+            other => return keys::compact(other),
+        }
+    }
+}
+
+/// The last path segment's name of a type text: `kube::Api<Lease>` → `Api`.
+pub(super) fn type_head(text: &str) -> &str {
+    let base = text.split('<').next().unwrap_or(text);
+    base.rsplit("::").next().unwrap_or(base)
+}

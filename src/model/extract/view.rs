@@ -1,0 +1,436 @@
+//! What one anchor of a chain sees: the call's arguments, the literal words
+//! and builder methods of its window, the texts of the whole chain, and its
+//! receiver with the receiver's type. A view borrows the chain; what is
+//! costly (words, texts, the receiver's text) is gathered only when a
+//! candidate asks for it.
+
+use std::cell::OnceCell;
+use std::collections::BTreeSet;
+
+use syn::spanned::Spanned;
+use syn::Expr;
+
+use super::super::event::{ExpiryState, Key};
+use super::super::keys;
+use super::super::lockname::mentions_word;
+use super::chain::{Anchor, Chain, Root, Seg, SegKind};
+use super::locals::SetId;
+use super::syntax::{collect_words, is_none, set_fields, str_lit, struct_field};
+use super::walk::Walker;
+use crate::pack::{Api, ApiRef, ExpirySource, KeySpec, Pack, PackSet};
+
+/// What a view must gather for the candidates it is matched against: the
+/// words and strings under a chain are costly, and most candidates (a
+/// method named `get` or `query`) ask for neither.
+#[derive(Clone, Copy)]
+pub(super) struct Need {
+    pub words: bool,
+    pub texts: bool,
+}
+
+impl Need {
+    /// Everything: the view an event is made from.
+    pub const ALL: Need = Need {
+        words: true,
+        texts: true,
+    };
+
+    pub fn of(packs: &PackSet, cands: &[ApiRef]) -> Need {
+        let mut need = Need {
+            words: false,
+            texts: false,
+        };
+        for &r in cands {
+            let m = &packs.api(r).matcher;
+            need.words |= !m.words.is_empty() || !m.any_words.is_empty() || !m.no_words.is_empty();
+            need.texts |= !m.text.is_empty()
+                || !m.no_text.is_empty()
+                || packs
+                    .api(r)
+                    .expiry
+                    .as_ref()
+                    .is_some_and(|e| e.from == ExpirySource::Text);
+        }
+        need
+    }
+}
+
+pub(super) struct View<'v, 'w, 'a, 'c, 'ast> {
+    pub w: &'w Walker<'a, 'c, 'ast>,
+    pub chain: &'v Chain<'ast>,
+    pub anchor: Anchor,
+    pub from: usize,
+    pub end: usize,
+    /// The matched call's own arguments.
+    pub args: Vec<&'ast Expr>,
+    pub words: BTreeSet<String>,
+    pub methods: Vec<&'v str>,
+    /// Strings of the whole chain (set once per chain by the classifier).
+    pub texts: SetId,
+    receiver_expr: Option<&'ast Expr>,
+    /// The receiver's text and type, made on first use.
+    receiver: OnceCell<String>,
+    pub root_is_command: Option<String>,
+    root_fn: Option<Vec<String>>,
+    macro_name: Option<&'v str>,
+    pub method_name: Option<&'v str>,
+    /// Fields the matched call's arguments set (struct-literal fields and
+    /// builder methods), for `fields` / `no-fields`.
+    fields: OnceCell<BTreeSet<String>>,
+    /// Arguments of the constructor call the chain starts from, for
+    /// `root-arg` keys.
+    root_args: &'v [&'ast Expr],
+}
+
+impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
+    pub fn new(
+        w: &'w Walker<'a, 'c, 'ast>,
+        chain: &'v Chain<'ast>,
+        anchor: Anchor,
+        end: usize,
+        texts: SetId,
+        need: Need,
+    ) -> Self {
+        let from = anchor.from();
+        let mut arg_lists: Vec<&'ast Expr> = Vec::new();
+        let mut args = Vec::new();
+        let mut root_is_command = None;
+        let mut root_fn = None;
+        let mut macro_name = None;
+        let mut method_name = None;
+        match anchor {
+            Anchor::Root => {
+                match &chain.root {
+                    Root::Call { path, args: a } => {
+                        root_fn = Some(
+                            path.segments
+                                .iter()
+                                .map(|s| s.ident.to_string())
+                                .collect::<Vec<_>>(),
+                        );
+                        if path.segments.last().is_some_and(|s| s.ident == "cmd") {
+                            root_is_command =
+                                a.first().and_then(|x| str_lit(x)).map(|s| s.to_uppercase());
+                        }
+                        args = a.clone();
+                    }
+                    Root::Macro { name, args: a } => {
+                        macro_name = Some(name.as_str());
+                        args = a.clone();
+                    }
+                    Root::Path(_) | Root::Other => {}
+                }
+                arg_lists.extend(args.iter().copied());
+            }
+            Anchor::Seg(i) => {
+                if let SegKind::Method { name, args: a, .. } = &chain.segs[i].kind {
+                    method_name = Some(name.as_str());
+                    args = a.clone();
+                    if name == "cmd" || name == "arg" {
+                        root_is_command =
+                            a.first().and_then(|x| str_lit(x)).map(|s| s.to_uppercase());
+                    }
+                }
+            }
+        }
+        let mut methods = Vec::new();
+        for s in &chain.segs[from..end] {
+            if let SegKind::Method { name, args: a, .. } = &s.kind {
+                methods.push(name.as_str());
+                arg_lists.extend(a.iter().copied());
+            }
+        }
+        let mut words = BTreeSet::new();
+        if need.words {
+            for a in &arg_lists {
+                collect_words(a, &mut words);
+                // An argument held in a local: `client.txn(txn)`, `opts`.
+                if let Some(b) = local_of(w, a) {
+                    words.extend(b.words().iter().cloned());
+                }
+            }
+        }
+        // The receiver: everything before the anchor.
+        let receiver_expr = match anchor {
+            Anchor::Root => None,
+            Anchor::Seg(0) => Some(chain.root_expr),
+            Anchor::Seg(i) => Some(chain.segs[i - 1].expr),
+        };
+        let root_args: &'v [&'ast Expr] = match &chain.root {
+            Root::Call { args: a, .. } => a,
+            _ => &[],
+        };
+        View {
+            w,
+            chain,
+            anchor,
+            from,
+            end,
+            args,
+            words,
+            methods,
+            texts,
+            receiver_expr,
+            receiver: OnceCell::new(),
+            root_is_command,
+            root_fn,
+            macro_name,
+            method_name,
+            fields: OnceCell::new(),
+            root_args,
+        }
+    }
+
+    /// The receiver's text, and its type when it is known (`leases` typed
+    /// `Api<Lease>` reads `leases:Api<Lease>`): what `receiver` patterns
+    /// and crate evidence are matched against.
+    pub fn receiver(&self) -> &str {
+        self.receiver.get_or_init(|| {
+            let Some(e) = self.receiver_expr else {
+                return String::new();
+            };
+            let mut text = keys::compact(e);
+            if let Some(ty) = receiver_type(self.w, e) {
+                text.push(':');
+                text.push_str(&ty);
+            }
+            text
+        })
+    }
+
+    fn fields(&self) -> &BTreeSet<String> {
+        self.fields.get_or_init(|| {
+            let mut fields = BTreeSet::new();
+            for a in &self.args {
+                set_fields(a, &mut fields);
+                if let Some(b) = local_of(self.w, a) {
+                    if let Some(init) = b.init {
+                        set_fields(init, &mut fields);
+                    }
+                }
+            }
+            fields
+        })
+    }
+
+    fn segs(&self) -> &'v [Seg<'ast>] {
+        &self.chain.segs[self.from..self.end]
+    }
+
+    pub fn matches(&self, api: &Api, pack: &Pack) -> bool {
+        let m = &api.matcher;
+        if let Some(name) = &m.method {
+            if self.method_name != Some(name.as_str()) {
+                return false;
+            }
+        }
+        if let Some(segs) = &m.function {
+            let Some(have) = &self.root_fn else {
+                return false;
+            };
+            if have.len() < segs.len() || have[have.len() - segs.len()..] != segs[..] {
+                return false;
+            }
+        }
+        if let Some(name) = &m.macro_name {
+            if self.macro_name != Some(name.as_str()) {
+                return false;
+            }
+        }
+        if let Some(cmd) = &m.command {
+            if self.root_is_command.as_deref() != Some(cmd.as_str()) {
+                return false;
+            }
+        }
+        if let Some(n) = m.args {
+            // For a command, `args` counts the `.arg(..)` calls after it.
+            let count = if m.command.is_some() {
+                self.methods.iter().filter(|x| **x == "arg").count()
+            } else {
+                self.args.len()
+            };
+            if count != n {
+                return false;
+            }
+        }
+        if !m.words.iter().all(|w| self.words.contains(w)) {
+            return false;
+        }
+        if !m.any_words.is_empty() && !m.any_words.iter().any(|w| self.words.contains(w)) {
+            return false;
+        }
+        if m.no_words.iter().any(|w| self.words.contains(w)) {
+            return false;
+        }
+        if !m.chain.iter().all(|c| self.methods.contains(&c.as_str())) {
+            return false;
+        }
+        if m.no_chain
+            .iter()
+            .any(|c| self.methods.contains(&c.as_str()))
+        {
+            return false;
+        }
+        if !m.text.is_empty() || !m.no_text.is_empty() {
+            let strings = &self.w.cx.strings;
+            if !m.text.iter().all(|r| strings.matches(self.texts, r)) {
+                return false;
+            }
+            if m.no_text.iter().any(|r| strings.matches(self.texts, r)) {
+                return false;
+            }
+        }
+        if let Some(r) = &m.receiver {
+            if !r.is_match(self.receiver()) {
+                return false;
+            }
+        }
+        if !m.fields.is_empty() || !m.no_fields.is_empty() {
+            let fields = self.fields();
+            if !m.fields.iter().all(|f| fields.contains(f))
+                || m.no_fields.iter().any(|f| fields.contains(f))
+            {
+                return false;
+            }
+        }
+        let crates = m.evidence_crates(pack);
+        if m.needs_crate && !crates.is_empty() {
+            let root_mentions = self
+                .root_fn
+                .as_ref()
+                .and_then(|p| p.first())
+                .is_some_and(|first| crates.iter().any(|c| c == first));
+            if !root_mentions
+                && !crates.iter().any(|c| self.w.cx.crates.contains(c))
+                && !crates.iter().any(|c| mentions_word(self.receiver(), c))
+            {
+                return false;
+            }
+        }
+        true
+    }
+
+    pub fn key(&self, api: &Api) -> Option<Key> {
+        let w = self.w;
+        for spec in &api.key {
+            let e = match spec {
+                KeySpec::Arg(i) => self.args.get(*i).copied(),
+                KeySpec::Method { name, nth } => self
+                    .segs()
+                    .iter()
+                    .filter_map(|s| match &s.kind {
+                        SegKind::Method { name: n, args, .. } if n == name => args.first().copied(),
+                        _ => None,
+                    })
+                    .filter(|a| {
+                        !(name == "arg"
+                            && self.root_is_command.is_some()
+                            && is_command_word(a, &self.root_is_command))
+                    })
+                    .nth(*nth),
+                KeySpec::Field(field) => self.args.iter().find_map(|a| struct_field(a, field)),
+                KeySpec::RootArg(i) => self.root_args.get(*i).copied(),
+            };
+            if let Some(e) = e {
+                let span = w.cx.src.span_of(e.span());
+                let norm = keys::normalise(e);
+                return Some(Key {
+                    text: w.cx.src.snippet(&span).to_string(),
+                    span,
+                    literal: keys::literal(e).or_else(|| {
+                        // A key variable bound to a literal or format!.
+                        w.locals
+                            .get(&norm)
+                            .and_then(|b| b.init)
+                            .and_then(keys::literal)
+                    }),
+                    norm,
+                });
+            }
+        }
+        None
+    }
+
+    pub fn expiry(&self, api: &Api) -> ExpiryState {
+        let Some(e) = &api.expiry else {
+            return ExpiryState::Unknown;
+        };
+        match e.from {
+            ExpirySource::Words => match e.words.iter().find(|w| self.words.contains(*w)) {
+                Some(w) => ExpiryState::Set(Some(w.clone())),
+                None => ExpiryState::Missing,
+            },
+            ExpirySource::Arg => match e.arg.and_then(|i| self.args.get(i)) {
+                Some(a) if is_none(a) => ExpiryState::Missing,
+                Some(a) => ExpiryState::Set(Some(keys::compact(*a))),
+                None => ExpiryState::Missing,
+            },
+            ExpirySource::Field => {
+                let field = e.field.as_deref().unwrap_or("");
+                match self.args.iter().find_map(|a| struct_field(a, field)) {
+                    Some(v) if is_none(v) => ExpiryState::Missing,
+                    Some(v) => ExpiryState::Set(Some(keys::compact(v))),
+                    // `..Default::default()` or a value built elsewhere.
+                    None => ExpiryState::Unknown,
+                }
+            }
+            ExpirySource::Methods => {
+                let found = e.methods.iter().any(|m| {
+                    self.methods.contains(&m.as_str())
+                        || self
+                            .args
+                            .iter()
+                            .any(|a| keys::compact(*a).contains(&format!(".{m}(")))
+                });
+                if found {
+                    ExpiryState::Set(None)
+                } else {
+                    ExpiryState::Missing
+                }
+            }
+            ExpirySource::Text => {
+                let strings = &self.w.cx.strings;
+                if e.text.iter().any(|r| strings.matches(self.texts, r)) {
+                    ExpiryState::Set(None)
+                } else {
+                    ExpiryState::Missing
+                }
+            }
+            ExpirySource::Server => ExpiryState::Server(e.note.clone()),
+            ExpirySource::Session => ExpiryState::Session,
+            ExpirySource::Always => ExpiryState::Set(None),
+            ExpirySource::Never => ExpiryState::Missing,
+        }
+    }
+}
+
+fn is_command_word(a: &Expr, cmd: &Option<String>) -> bool {
+    matches!((str_lit(a), cmd), (Some(s), Some(c)) if s.eq_ignore_ascii_case(c))
+}
+
+/// The binding an argument names directly (`opts`, `&txn`).
+fn local_of<'w, 'ast>(
+    w: &'w Walker<'_, '_, 'ast>,
+    a: &Expr,
+) -> Option<&'w super::locals::Binding<'ast>> {
+    match keys::strip(a) {
+        Expr::Path(p) => p
+            .path
+            .get_ident()
+            .and_then(|i| w.locals.get(&i.to_string())),
+        _ => None,
+    }
+}
+
+/// The type of a receiver expression: a local or parameter with a declared
+/// type, `self`, or a field of a struct the file defines.
+fn receiver_type(w: &Walker, e: &Expr) -> Option<String> {
+    match keys::strip(e) {
+        Expr::Path(p) => {
+            let name = p.path.get_ident()?.to_string();
+            w.locals.get(&name).and_then(|b| b.ty.clone())
+        }
+        Expr::Field(f) => w.field_type(f),
+        _ => None,
+    }
+}
