@@ -58,6 +58,13 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         } else {
             chain.segs[i - 1].expr
         };
+        if i == chain.inherited && chain.resolved {
+            if let Some(b) = chain.var.as_ref().and_then(|v| self.locals.get(v)) {
+                let head = b.ty.as_deref().map(super::syntax::type_head);
+                return head
+                    .is_some_and(|h| self.cx.methods.contains(&(h.to_string(), name.to_string())));
+            }
+        }
         let ty = match keys::strip(receiver) {
             Expr::Path(p) => p
                 .path

@@ -108,11 +108,48 @@ fn run<'ast>(
             }
         }
     }
+    outer_duplicates(&model, &mut dead);
     remove_dead(&mut model, &dead);
     for f in &mut model.fns {
         f.events.sort_by_key(|&i| model.events[i].span.start.offset);
     }
     (model, returns)
+}
+
+/// One site, one event: when the same API matches an expression and one
+/// that contains or consumes it (a SQL text bound to a local, then
+/// converted, then prepared), the innermost is the call; the others are
+/// dropped.
+fn outer_duplicates(model: &FileModel, dead: &mut HashSet<usize>) {
+    let mut by_api: std::collections::BTreeMap<(usize, usize, usize), Vec<usize>> =
+        Default::default();
+    for (i, e) in model.events.iter().enumerate() {
+        if !dead.contains(&i) {
+            by_api
+                .entry((e.func, e.api.pack, e.api.api))
+                .or_default()
+                .push(i);
+        }
+    }
+    for ids in by_api.values_mut().filter(|v| v.len() > 1) {
+        let span = |i: usize| model.events[i].span;
+        ids.sort_by_key(|&i| (span(i).start.offset, std::cmp::Reverse(span(i).end.offset)));
+        let mut open: Vec<usize> = Vec::new();
+        for &i in ids.iter() {
+            while open
+                .last()
+                .is_some_and(|&o| span(o).end.offset <= span(i).start.offset)
+            {
+                open.pop();
+            }
+            if let Some(&o) = open.last() {
+                if span(o).end.offset >= span(i).end.offset {
+                    dead.insert(o);
+                }
+            }
+            open.push(i);
+        }
+    }
 }
 
 /// Drops events replaced by a fuller view of the same builder, renumbering

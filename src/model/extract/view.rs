@@ -189,6 +189,20 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
             let Some(e) = self.receiver_expr else {
                 return String::new();
             };
+            // The first own method of a chain continued from a local: the
+            // receiver is the variable, with its type and its builder.
+            if let (Anchor::Seg(i), Some(var)) = (self.anchor, &self.chain.var) {
+                if i == self.chain.inherited && self.chain.resolved {
+                    let mut text = var.clone();
+                    if let Some(ty) = self.w.locals.get(var).and_then(|b| b.ty.as_deref()) {
+                        text.push(':');
+                        text.push_str(ty);
+                    }
+                    text.push('=');
+                    text.push_str(&keys::compact(e));
+                    return text;
+                }
+            }
             let mut text = keys::compact(e);
             if let Some(ty) = receiver_type(self.w, e) {
                 text.push(':');
