@@ -652,3 +652,109 @@ fn the_property_fixtures_have_findings() {
         files.len()
     );
 }
+
+/// Runs lockaudit on one generated file under an address-space cap (via
+/// `ulimit -v` in `sh`, so the cap applies to the binary alone) and returns
+/// the run: a model whose cost grows faster than its input dies here.
+fn capped_run(name: &str, text: &str, cap_mb: u64) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join(name), text).unwrap();
+    let script = format!("ulimit -v {}; exec \"$0\" \"$@\"", cap_mb * 1024);
+    let out = Command::new("sh")
+        .args(["-c", &script, env!("CARGO_BIN_EXE_lockaudit")])
+        .args([
+            "check",
+            "--no-prefilter",
+            "--format",
+            "short",
+            "--fail-on",
+            "never",
+            name,
+        ])
+        .current_dir(dir.path())
+        .output()
+        .expect("sh runs");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Covers #12: strings reachable from a local were copied once per path to
+/// them, so nested tuples of `let`s grew as k⁵ (980 bytes took 2.3 GB).
+#[test]
+fn nested_lets_cost_linear_memory() {
+    let mut text = String::from(
+        "fn f(con: &mut redis::Connection) {\n    let a0 = (\"lock:a\", \"lock:b\");\n",
+    );
+    for i in 1..12 {
+        let p = i - 1;
+        text.push_str(&format!(
+            "    let a{i} = (a{p}, a{p}, a{p}, a{p}, a{p}, a{p}, a{p}, a{p});\n"
+        ));
+    }
+    for _ in 0..20 {
+        text.push_str(
+            "    let _: () = redis::cmd(\"SET\").arg(a11).arg(\"x\").query(con).unwrap();\n",
+        );
+    }
+    text.push_str("}\n");
+    let run = capped_run("nested.rs", &text, 512);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}
+
+/// Covers #12: a large constant used at many call sites is one string, and
+/// a text pattern is matched against it once.
+#[test]
+fn a_large_constant_at_many_sites_is_read_once() {
+    let mut text = String::from("const Q: &str = \"SELECT ");
+    text.push_str(&"x, ".repeat(100_000));
+    text.push_str("1\";\nasync fn f(pool: &sqlx::PgPool) {\n");
+    for _ in 0..2_000 {
+        text.push_str("    let _ = sqlx::query(Q).execute(pool).await;\n");
+    }
+    text.push_str("}\n");
+    let run = capped_run("big_const.rs", &text, 512);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}
+
+/// Covers #12: one local used at many call sites, each asking for the
+/// strings under it, in a function of ordinary size.
+#[test]
+fn one_local_at_many_call_sites() {
+    let mut text =
+        String::from("use redis::Commands;\nfn f(con: &mut redis::Connection, id: u64) {\n");
+    text.push_str("    let base = format!(\"lock:{id}\");\n");
+    for i in 0..40 {
+        text.push_str(&format!(
+            "    let k{i} = if id > {i} {{ (base.clone(), \"a{i}\") }} else {{ (base.clone(), \"b{i}\") }};\n"
+        ));
+    }
+    for i in 0..40 {
+        for j in 0..5 {
+            text.push_str(&format!(
+                "    let _: bool = con.set_nx(&k{i}.0, (k{j}, k{i}, base.clone())).unwrap_or(false);\n"
+            ));
+        }
+    }
+    text.push_str("}\n");
+    let run = capped_run("many_sites.rs", &text, 512);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}
+
+/// Covers #12: a pipeline of many commands is matched window by window, not
+/// once per command over the whole chain.
+#[test]
+fn a_long_pipeline_is_linear() {
+    let mut text =
+        String::from("fn f(con: &mut redis::Connection) {\n    let _: () = redis::pipe()");
+    for i in 0..2_500 {
+        text.push_str(&format!(
+            ".cmd(\"SET\").arg(\"cache:{i}\").arg({i}).ignore()"
+        ));
+    }
+    text.push_str(".query(con).unwrap();\n}\n");
+    let run = capped_run("pipeline.rs", &text, 1024);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}
