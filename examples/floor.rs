@@ -9,13 +9,46 @@
 //!   through (with the built-in packs), to time both on just those; with
 //!   `FLOOR_WHY=1`, each with the word that let it through.
 //!
+//! - `floor worst PATHS...`: on one thread, each file's `syn` parse time
+//!   next to what `lockaudit check --no-prefilter` spends on it (the whole
+//!   per-file engine: parse, model, checks) and the heap it holds at its
+//!   peak; prints the files that cost most per parse millisecond and the
+//!   ones that need the most memory, so a regression on one shape of code
+//!   shows up by name.
+//!
 //! `--jobs N` sets the threads (default: all cores); `--files LIST` reads
 //! the paths from a file, one per line. A summary goes to stderr.
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use rayon::prelude::*;
+
+/// Counts live heap bytes and their peak, for `floor worst`.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            let now = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+            PEAK.fetch_max(now, Ordering::Relaxed);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) };
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -33,8 +66,8 @@ fn main() {
             _ => paths.push(PathBuf::from(a)),
         }
     }
-    if !matches!(mode.as_str(), "read" | "parse" | "admitted") || paths.is_empty() {
-        eprintln!("usage: floor read|parse|admitted [--jobs N] [--files LIST] PATHS...");
+    if !matches!(mode.as_str(), "read" | "parse" | "admitted" | "worst") || paths.is_empty() {
+        eprintln!("usage: floor read|parse|admitted|worst [--jobs N] [--files LIST] PATHS...");
         std::process::exit(2);
     }
     let start = Instant::now();
@@ -67,6 +100,10 @@ fn main() {
             }
         }
         eprintln!("admitted {} of {} files", admitted.len(), files.len());
+        return;
+    }
+    if mode == "worst" {
+        pool.install(|| worst(&files));
         return;
     }
     let parse = mode == "parse";
@@ -103,4 +140,87 @@ fn walk(paths: &[PathBuf]) -> Vec<PathBuf> {
     let (mut notes, mut errors) = (Vec::new(), Vec::new());
     lockaudit::walk::collect(paths, &none, false, &mut notes, &mut errors)
         .expect("the corpus paths exist")
+}
+
+/// One file's costs in `floor worst`.
+struct Cost {
+    path: PathBuf,
+    parse_ms: f64,
+    check_ms: f64,
+    /// Peak heap above what was live before the file, in bytes.
+    heap: usize,
+}
+
+fn worst(files: &[PathBuf]) {
+    let packs = lockaudit::pack::PackSet::builtin();
+    let settings = lockaudit::config::Settings::default();
+    let engine = lockaudit::engine::Engine {
+        packs: &packs,
+        settings: &settings,
+        prefilter: None,
+        only: None,
+        resolver: None,
+    };
+    let mut costs = Vec::new();
+    for p in files {
+        let Ok(bytes) = std::fs::read(p) else {
+            continue;
+        };
+        let Ok(text) = std::str::from_utf8(&bytes) else {
+            continue;
+        };
+        let t = Instant::now();
+        let ok = syn::parse_file(text).is_ok();
+        let parse_ms = t.elapsed().as_secs_f64() * 1e3;
+        proc_macro2::extra::invalidate_current_thread_spans();
+        if !ok {
+            continue;
+        }
+        let base = LIVE.load(Ordering::Relaxed);
+        PEAK.store(base, Ordering::Relaxed);
+        let t = Instant::now();
+        let out = engine.check_bytes(&p.display().to_string(), &bytes, false);
+        let check_ms = t.elapsed().as_secs_f64() * 1e3;
+        let heap = PEAK.load(Ordering::Relaxed).saturating_sub(base);
+        drop(out);
+        costs.push(Cost {
+            path: p.clone(),
+            parse_ms,
+            check_ms,
+            heap,
+        });
+    }
+    let ratio = |c: &Cost| c.check_ms / c.parse_ms.max(1.0);
+    costs.sort_by(|a, b| ratio(b).total_cmp(&ratio(a)));
+    println!("| file | parse (ms) | check (ms) | check / max(parse, 1 ms) | peak heap (MB) |");
+    println!("|---|---:|---:|---:|---:|");
+    let row = |c: &Cost| {
+        println!(
+            "| {} | {:.1} | {:.1} | {:.2} | {:.1} |",
+            c.path.display(),
+            c.parse_ms,
+            c.check_ms,
+            ratio(c),
+            c.heap as f64 / 1048576.0
+        )
+    };
+    costs.iter().take(10).for_each(row);
+    println!();
+    costs.sort_by_key(|c| std::cmp::Reverse(c.heap));
+    println!("Most memory:");
+    println!();
+    println!("| file | parse (ms) | check (ms) | check / max(parse, 1 ms) | peak heap (MB) |");
+    println!("|---|---:|---:|---:|---:|");
+    costs.iter().take(5).for_each(row);
+    let total_parse: f64 = costs.iter().map(|c| c.parse_ms).sum();
+    let total_check: f64 = costs.iter().map(|c| c.check_ms).sum();
+    eprintln!(
+        "worst: {} files, parse {:.0} ms, check --no-prefilter {:.0} ms ({:.2}x), worst file {:.2}x, most heap {:.1} MB",
+        costs.len(),
+        total_parse,
+        total_check,
+        total_check / total_parse,
+        costs.iter().map(ratio).fold(0.0, f64::max),
+        costs.first().map_or(0.0, |c| c.heap as f64 / 1048576.0)
+    );
 }

@@ -1,6 +1,7 @@
 //! The extraction pass: syntax tree + rule packs → [`FileModel`].
 //!
-//! One walk per function body ([`walk`]) keeps a block-scoped table of
+//! One walk per function body ([`walk`], with [`bind`] for what it learns of
+//! values and [`calls`] for chains and macros) keeps a block-scoped table of
 //! bindings ([`locals`]) and flattens every call chain once ([`chain`]);
 //! the classifier ([`classify`]) matches each chain against the packs
 //! through per-anchor views ([`view`]) and turns matches into [`Event`]s
@@ -11,6 +12,8 @@
 //! where it runs. The file index ([`index`]) and the per-file context
 //! ([`context`]) are built before any body is walked and only read after.
 
+mod bind;
+mod calls;
 mod chain;
 mod classify;
 mod context;

@@ -1,0 +1,138 @@
+//! Walking call chains and macro calls: each chain is classified once,
+//! then the expressions nested in it (the root's and every own method's
+//! arguments) are walked; calls that may reach a function of this crate
+//! are recorded for the fencing check.
+
+use std::collections::BTreeSet;
+
+use syn::spanned::Spanned;
+use syn::Expr;
+
+use super::super::event::*;
+use super::chain::{flatten, is_chain, Chain, Root, SegKind};
+use super::result_use::Use;
+use super::syntax::*;
+use super::walk::Walker;
+
+impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
+    pub(super) fn mac(&mut self, m: &'ast syn::Macro, use_: Use, as_expr: Option<&'ast Expr>) {
+        let name = macro_name(m);
+        if LOG_MACROS.contains(&name.as_str()) {
+            let span = self.cx.src.span_of(m.path.span());
+            self.model.fns[self.f].logs.push(LogUse {
+                mentions: token_idents(&m.tokens),
+                span,
+            });
+            return;
+        }
+        match (as_expr, self.cx.macros.get(&super::chain::macro_key(m))) {
+            (Some(e), Some(_)) => self.chain(e, use_),
+            (None, Some(args)) => {
+                for a in args {
+                    self.expr(a, Use::Value);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub(super) fn chain(&mut self, e: &'ast Expr, use_: Use) {
+        let raw = flatten(self.cx.macros, e);
+        // The root's own arguments (a builder continued from a local was
+        // walked where it was built; a function of this file that returns
+        // one was walked in its body, but its arguments are walked here).
+        let own_root_args: Vec<&'ast Expr> = match &raw.root {
+            Root::Call { args, .. } | Root::Macro { args, .. } => args.clone(),
+            _ => Vec::new(),
+        };
+        let root_expr = raw.root_expr;
+        let chain = self.resolve_chain(raw);
+        let ids = self.classify(&chain, e, &use_);
+        if self.let_init == Some(e as *const Expr) {
+            self.let_events.extend(ids);
+        }
+        self.record_calls(&chain);
+        // Walk nested expressions: the root's and every own segment's arguments.
+        for a in own_root_args {
+            self.expr(a, Use::Value);
+        }
+        // A root that is itself a call of a non-path (`(self.f)(x)`,
+        // `make()(x)`) or an unparsed macro: walk its parts, never the
+        // root again (it would flatten to this same chain).
+        if matches!(chain.root, Root::Other) && !chain.resolved {
+            match root_expr {
+                Expr::Call(c) => {
+                    self.expr(&c.func, Use::Value);
+                    for a in &c.args {
+                        self.expr(a, Use::Value);
+                    }
+                }
+                Expr::Macro(_) => {}
+                other if !is_chain(other) => self.expr(other, Use::Value),
+                _ => {}
+            }
+        }
+        for s in &chain.segs[chain.inherited..] {
+            if let SegKind::Method { args, .. } = &s.kind {
+                for a in args.clone() {
+                    self.expr(a, Use::Value);
+                }
+            }
+        }
+    }
+
+    pub(super) fn record_calls(&mut self, chain: &Chain<'ast>) {
+        if let Root::Call { path, args } = &chain.root {
+            let name = path
+                .segments
+                .last()
+                .map(|s| s.ident.to_string())
+                .unwrap_or_default();
+            let first = path.segments[0].ident.to_string();
+            let n = path.segments.len();
+            let this_file =
+                (n == 1 || (n == 2 && first == "Self")) && self.cx.local_fns.contains(&name);
+            // A function of this crate in another file: a bare name, or a
+            // path through `crate`, `self`, `super` or a module this file
+            // declares. Such calls are followed across files when a fencing
+            // question needs it.
+            let crate_path = n == 1
+                || matches!(first.as_str(), "crate" | "self" | "super" | "Self")
+                || self.cx.modules.contains(&first);
+            if (this_file || crate_path) && !chain.resolved {
+                let span = expr_span(self.cx.src, chain.root_expr);
+                self.model.fns[self.f].calls.push(CallSite {
+                    name,
+                    method: false,
+                    args: args.iter().map(|a| mentions(a)).collect(),
+                    receiver: BTreeSet::new(),
+                    span,
+                    offset: span.start.offset,
+                    local: this_file,
+                });
+            }
+        }
+        for (i, s) in chain.segs.iter().enumerate().skip(chain.inherited) {
+            if let SegKind::Method { name, args, .. } = &s.kind {
+                if self.cx.local_fns.contains(name) {
+                    let start = self.cx.src.span_of(s.start).start;
+                    let end = expr_span(self.cx.src, s.expr).end;
+                    let receiver = if i == 0 {
+                        mentions(chain.root_expr)
+                    } else {
+                        mentions(chain.segs[i - 1].expr)
+                    };
+                    self.model.fns[self.f].calls.push(CallSite {
+                        local: true,
+                        name: name.clone(),
+                        method: true,
+                        args: args.iter().map(|a| mentions(a)).collect(),
+                        receiver,
+                        span: crate::source::Span { start, end },
+                        offset: start.offset,
+                    });
+                }
+            }
+        }
+    }
+}
