@@ -4,13 +4,12 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::checks::{self, CheckCtx, CheckId, Purposes, CHECKS};
+use crate::checks::{self, CheckCtx, CheckId, CHECKS};
 use crate::config::Settings;
-use crate::directives::purpose::{lookup, Placement};
 use crate::directives::Directives;
 use crate::finding::Finding;
 use crate::model::extract::{self, Options};
-use crate::model::FileModel;
+use crate::model::locks::Locks;
 use crate::pack::PackSet;
 use crate::prefilter::Prefilter;
 use crate::source::{SourceFile, Span};
@@ -169,14 +168,13 @@ impl Engine<'_> {
             );
             return self.finish(&src, vec![f], None);
         }
-        let purposes = resolve_purposes(&model, &directives);
+        let locks = Locks::build(&model, &directives, self.settings.default_purpose);
         let ctx = CheckCtx {
             src: &src,
             model: &model,
             packs: self.packs,
             directives: &directives,
-            purposes: &purposes,
-            default_purpose: self.settings.default_purpose,
+            locks: &locks,
             lock_name: &self.settings.lock_name,
             resolver: self.resolver,
         };
@@ -264,20 +262,4 @@ fn forced_panic(path: &str) -> bool {
     NAME.get_or_init(|| std::env::var("LOCKAUDIT_INTERNAL_PANIC_ON").ok())
         .as_deref()
         .is_some_and(|n| !n.is_empty() && path.rsplit('/').next() == Some(n))
-}
-
-fn resolve_purposes(model: &FileModel, d: &Directives) -> Purposes {
-    let mut lookups = vec![None; model.events.len()];
-    for e in model.takes() {
-        let f = &model.fns[e.func];
-        let placement = Placement {
-            // The statement that holds the call; a builder continued from an
-            // earlier `let` starts before it, but is annotated here.
-            stmt_line: e.stmt_line,
-            last_line: e.span.end.line.max(e.stmt_line),
-            fn_line: Some(f.first_line),
-        };
-        lookups[e.id] = Some(lookup(&d.annotations, &d.lexed, &placement));
-    }
-    Purposes { lookups }
 }

@@ -29,7 +29,7 @@ fn row(ctx: &CheckCtx, e: &Event) -> LockRow {
     let api = ctx.api(e);
     let purpose = match ctx.lookup(e) {
         crate::directives::PurposeLookup::Found { purpose, .. } => purpose.as_str().to_string(),
-        crate::directives::PurposeLookup::None => match ctx.default_purpose {
+        crate::directives::PurposeLookup::None => match ctx.purpose(e) {
             Some(p) => format!("{} (default)", p.as_str()),
             None => "missing".to_string(),
         },
@@ -109,25 +109,10 @@ fn token_read(ctx: &CheckCtx, e: &Event, accessors: &[String]) -> bool {
 }
 
 fn release_of(ctx: &CheckCtx, e: &Event) -> String {
-    let releases = || {
-        ctx.model
-            .events
-            .iter()
-            .filter(|r| matches!(r.role, Role::Release | Role::Delete))
-            .filter(|r| r.span.start.offset != e.span.start.offset)
-    };
-    let same_key = |r: &Event| matches!((&r.key, &e.key), (Some(a), Some(b)) if a.norm == b.norm);
-    // In the acquiring function: the same key, the grant's binding
-    // (`unlock(&lock)`), or the same lock object (`latch.start()` …
-    // `latch.stop()`). Elsewhere in the file: the same key.
-    let found = releases()
-        .find(|r| {
-            r.func == e.func
-                && (same_key(r)
-                    || e.binding.iter().any(|b| r.mentions.contains(b))
-                    || (!e.receiver.is_empty() && r.receiver == e.receiver))
-        })
-        .or_else(|| releases().find(|r| same_key(r)));
+    let found = ctx
+        .locks
+        .release_for(ctx.model, e.id)
+        .map(|r| &ctx.model.events[r]);
     match found {
         Some(r) => match ctx.api(r).owner_checked {
             Some(true) => "owner-checked".to_string(),

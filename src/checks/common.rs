@@ -4,17 +4,12 @@ use regex::Regex;
 
 use crate::directives::{Directives, PurposeLookup};
 use crate::finding::{Finding, Purpose};
+use crate::model::locks::Locks;
 use crate::model::{Event, FileModel, Key};
-use crate::pack::{Api, PackSet, Role};
+use crate::pack::{Api, PackSet};
 use crate::source::SourceFile;
 
 use super::CheckId;
-
-/// The purpose lookup of each acquisition, by event id.
-#[derive(Debug, Default)]
-pub struct Purposes {
-    pub lookups: Vec<Option<PurposeLookup>>,
-}
 
 /// Everything a check may read about one file.
 pub struct CheckCtx<'a> {
@@ -22,8 +17,9 @@ pub struct CheckCtx<'a> {
     pub model: &'a FileModel,
     pub packs: &'a PackSet,
     pub directives: &'a Directives,
-    pub purposes: &'a Purposes,
-    pub default_purpose: Option<Purpose>,
+    /// The file's locks: every acquisition with its purpose and what
+    /// belongs to it.
+    pub locks: &'a Locks,
     pub lock_name: &'a Regex,
     /// Finds functions of the same crate in other files (fencing only).
     pub resolver: Option<&'a dyn crate::model::resolve::FnResolver>,
@@ -34,34 +30,21 @@ impl<'a> CheckCtx<'a> {
         self.packs.api(e.api)
     }
 
-    pub fn lookup(&self, e: &Event) -> &PurposeLookup {
-        static NONE: PurposeLookup = PurposeLookup::None;
-        self.purposes
-            .lookups
-            .get(e.id)
-            .and_then(Option::as_ref)
-            .unwrap_or(&NONE)
+    pub fn lookup(&self, e: &Event) -> &'a PurposeLookup {
+        self.locks.lookup(e.id)
     }
 
-    /// The purpose an acquisition is held to: its annotation, else the
+    /// The purpose an event is held to: its lock's annotation, else the
     /// configured `default-purpose`. A malformed annotation holds it to none.
     pub fn purpose(&self, e: &Event) -> Option<Purpose> {
-        match self.lookup(e) {
-            PurposeLookup::Found { purpose, .. } => Some(*purpose),
-            PurposeLookup::None => self.default_purpose,
-            _ => None,
-        }
+        self.locks.purpose(e.id)
     }
 
     /// A finding on an event, with its backend, purpose and item filled in.
     pub fn finding(&self, check: CheckId, e: &Event, message: impl Into<String>) -> Finding {
         // A release, renewal or read carries the purpose of the lock it
         // belongs to.
-        let purpose = if matches!(e.role, Role::Acquire | Role::TryAcquire) {
-            self.purpose(e)
-        } else {
-            self.acquisition_for(e).and_then(|a| self.purpose(a))
-        };
+        let purpose = self.purpose(e);
         Finding::new(check, e.span, message)
             .backend(Some(&e.backend))
             .purpose(purpose)
@@ -73,21 +56,13 @@ impl<'a> CheckCtx<'a> {
         self.model.takes()
     }
 
-    /// The acquisition in the same function that a later event on the same
-    /// key belongs to.
+    /// The acquisition a release, renewal, read or token use belongs to
+    /// (the pairing rule is [`Locks`]'s, the same for every check).
     pub fn acquisition_for(&self, e: &Event) -> Option<&'a Event> {
-        let key = e.key.as_ref()?;
-        self.model
-            .fn_events(e.func)
-            .filter(|a| matches!(a.role, Role::Acquire | Role::TryAcquire))
-            .filter(|a| a.span.start.offset < e.span.start.offset)
-            .filter(|a| a.key.as_ref().is_some_and(|k| k.norm == key.norm))
-            .last()
-            .or_else(|| {
-                self.model
-                    .takes()
-                    .find(|a| a.key.as_ref().is_some_and(|k| k.norm == key.norm))
-            })
+        self.locks
+            .lock_of(e.id)
+            .filter(|l| l.take != e.id)
+            .map(|l| &self.model.events[l.take])
     }
 }
 

@@ -18,7 +18,7 @@ mod unowned_release;
 mod unowned_renewal;
 mod unused_suppression;
 
-pub use common::{CheckCtx, Purposes};
+pub use common::CheckCtx;
 
 use crate::finding::{Finding, Severity};
 

@@ -6,6 +6,7 @@ pub mod event;
 pub mod extract;
 pub mod keys;
 pub mod lockname;
+pub mod locks;
 pub mod resolve;
 
 pub use event::*;

@@ -1,0 +1,177 @@
+//! The lock lifecycle of one file: each acquisition with its purpose and
+//! the releases, renewals, reads and token uses that belong to it. Built
+//! once per file, after extraction, by one pairing rule; the checks and
+//! `inventory` read it and never pair events themselves.
+//!
+//! The pairing rule, for an event that is not an acquisition:
+//! 1. in the same function, the latest earlier acquisition of the same key;
+//! 2. else, in the same function, the latest earlier acquisition whose
+//!    grant the event names (`unlock(&guard)`, `lease.keep_alive()`), or,
+//!    for a release, renewal or token API (never a generic delete or read,
+//!    which a cache also does), the one on the same receiver
+//!    (`latch.start()` … `latch.stop()`, `client.lock(..)` …
+//!    `client.unlock(..)`);
+//! 3. else, the first acquisition of the same key anywhere in the file
+//!    (a `release` helper beside the `acquire` helper).
+
+use crate::directives::purpose::{lookup, Placement};
+use crate::directives::{Directives, PurposeLookup};
+use crate::finding::Purpose;
+use crate::pack::Role;
+
+use super::{Event, FileModel};
+
+/// One acquisition and what belongs to it (event ids, in source order).
+#[derive(Debug, Clone)]
+pub struct Lock {
+    pub take: usize,
+    /// Where its `lock-purpose:` annotation was found, if anywhere.
+    pub lookup: PurposeLookup,
+    pub releases: Vec<usize>,
+    pub renewals: Vec<usize>,
+    pub reads: Vec<usize>,
+    pub tokens: Vec<usize>,
+    pub others: Vec<usize>,
+}
+
+/// Every lock of a file.
+#[derive(Debug, Default)]
+pub struct Locks {
+    pub locks: Vec<Lock>,
+    /// Per event: the lock (index into `locks`) it is or belongs to.
+    owner: Vec<Option<usize>>,
+    default_purpose: Option<Purpose>,
+}
+
+fn is_take(e: &Event) -> bool {
+    matches!(e.role, Role::Acquire | Role::TryAcquire)
+}
+
+impl Locks {
+    pub fn build(model: &FileModel, d: &Directives, default_purpose: Option<Purpose>) -> Locks {
+        let mut locks = Vec::new();
+        let mut owner = vec![None; model.events.len()];
+        for e in model.takes() {
+            let f = &model.fns[e.func];
+            let placement = Placement {
+                // The statement that holds the call; a builder continued
+                // from an earlier `let` is annotated where it runs.
+                stmt_line: e.stmt_line,
+                last_line: e.span.end.line.max(e.stmt_line),
+                fn_line: Some(f.first_line),
+            };
+            owner[e.id] = Some(locks.len());
+            locks.push(Lock {
+                take: e.id,
+                lookup: lookup(&d.annotations, &d.lexed, &placement),
+                releases: Vec::new(),
+                renewals: Vec::new(),
+                reads: Vec::new(),
+                tokens: Vec::new(),
+                others: Vec::new(),
+            });
+        }
+        let mut set = Locks {
+            locks,
+            owner,
+            default_purpose,
+        };
+        let mut order: Vec<&Event> = model.events.iter().filter(|e| !is_take(e)).collect();
+        order.sort_by_key(|e| e.span.start.offset);
+        for e in order {
+            let Some(take) = pair(model, e) else {
+                continue;
+            };
+            let Some(l) = set.owner[take] else {
+                continue;
+            };
+            set.owner[e.id] = Some(l);
+            let lock = &mut set.locks[l];
+            match e.role {
+                Role::Release | Role::Delete => lock.releases.push(e.id),
+                Role::Renew => lock.renewals.push(e.id),
+                Role::Read => lock.reads.push(e.id),
+                Role::Token => lock.tokens.push(e.id),
+                _ => lock.others.push(e.id),
+            }
+        }
+        set
+    }
+
+    /// The lock an event is or belongs to.
+    pub fn lock_of(&self, event: usize) -> Option<&Lock> {
+        self.owner
+            .get(event)
+            .copied()
+            .flatten()
+            .map(|l| &self.locks[l])
+    }
+
+    /// The first release of the lock an acquisition takes: its own, else
+    /// that of a later acquisition of the same key in the same function
+    /// (a lock taken twice and released once).
+    pub fn release_for(&self, model: &FileModel, take: usize) -> Option<usize> {
+        let lock = self.lock_of(take)?;
+        if let Some(&r) = lock.releases.first() {
+            return Some(r);
+        }
+        let e = &model.events[take];
+        let key = e.key.as_ref()?;
+        self.locks
+            .iter()
+            .filter(|l| l.take > take)
+            .filter(|l| {
+                let a = &model.events[l.take];
+                a.func == e.func && a.key.as_ref().is_some_and(|k| k.norm == key.norm)
+            })
+            .find_map(|l| l.releases.first().copied())
+    }
+
+    /// Where the annotation of an acquisition was found.
+    pub fn lookup(&self, take: usize) -> &PurposeLookup {
+        static NONE: PurposeLookup = PurposeLookup::None;
+        match self.lock_of(take) {
+            Some(l) if l.take == take => &l.lookup,
+            _ => &NONE,
+        }
+    }
+
+    /// The purpose an event is held to: its lock's annotation, else the
+    /// configured `default-purpose`. A malformed annotation holds it to none.
+    pub fn purpose(&self, event: usize) -> Option<Purpose> {
+        let lock = self.lock_of(event)?;
+        match &lock.lookup {
+            PurposeLookup::Found { purpose, .. } => Some(*purpose),
+            PurposeLookup::None => self.default_purpose,
+            _ => None,
+        }
+    }
+}
+
+/// The acquisition an event belongs to, by the rule in the module docs.
+fn pair(model: &FileModel, e: &Event) -> Option<usize> {
+    let earlier = || {
+        model
+            .fn_events(e.func)
+            .filter(|a| is_take(a) && a.span.start.offset < e.span.start.offset)
+    };
+    let same_key = |a: &Event| matches!((&a.key, &e.key), (Some(x), Some(y)) if x.norm == y.norm);
+    if e.key.is_some() {
+        if let Some(a) = earlier().filter(|a| same_key(a)).last() {
+            return Some(a.id);
+        }
+    }
+    let names_grant = |a: &Event| a.binding.iter().any(|b| e.mentions.contains(b));
+    let lock_api = matches!(e.role, Role::Release | Role::Renew | Role::Token);
+    let same_object = |a: &Event| lock_api && !a.receiver.is_empty() && a.receiver == e.receiver;
+    if let Some(a) = earlier()
+        .filter(|a| names_grant(a) || same_object(a))
+        .last()
+    {
+        return Some(a.id);
+    }
+    if e.key.is_some() {
+        return model.takes().find(|a| same_key(a)).map(|a| a.id);
+    }
+    None
+}
