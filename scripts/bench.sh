@@ -9,10 +9,14 @@
 # from /usr/bin/time.
 #
 #   scripts/bench.sh [CORPUS]      (default: /tmp/lock-corpus)
+#   scripts/bench.sh /tmp/app-corpus
 #
-# A missing corpus is built with `cargo vendor` from the pinned manifest in
-# ../shared/bench-corpus (that needs the crate registry). Environment:
-# RUNS (default 3), JOBS (default: all cores).
+# A missing /tmp/lock-corpus is built with `cargo vendor` from the pinned
+# manifest in ../shared/bench-corpus (that needs the crate registry); the
+# application corpus is built by ../shared/app-corpus/make-app-corpus.sh
+# from snapshots of the repositories it names. Environment: RUNS (default
+# 3), JOBS (default: all cores), WORST=1 to end with `floor worst`: the
+# files that cost most per parse millisecond and the most heap.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +25,10 @@ RUNS=${RUNS:-3}
 JOBS=${JOBS:-$(nproc)}
 MANIFEST=../shared/bench-corpus/Cargo.toml
 
+if [ ! -d "$CORPUS" ] && [ "$CORPUS" != /tmp/lock-corpus ]; then
+    echo "no corpus at $CORPUS: build the application corpus with ../shared/app-corpus/make-app-corpus.sh (see its README)" >&2
+    exit 2
+fi
 if [ ! -d "$CORPUS" ]; then
     echo "building the corpus in $CORPUS (cargo vendor of $MANIFEST)" >&2
     cargo vendor --locked --versioned-dirs --manifest-path "$MANIFEST" "$CORPUS" >/dev/null
@@ -124,3 +132,10 @@ for q in 1 2 4; do
 done
 echo
 echo "--jobs 1: $WALL_jobs1 s; --jobs $JOBS: $WALL_check s ($(ratio "$WALL_jobs1" "$WALL_check")x faster)."
+
+if [ "${WORST:-0}" = 1 ]; then
+    echo
+    echo "Costliest files (\`floor worst\`, one thread, no pre-filter):"
+    echo
+    "$FLOOR" worst "$CORPUS"
+fi
