@@ -267,7 +267,11 @@ impl<'ast> Visit<'ast> for Index<'ast> {
 
     fn visit_macro(&mut self, m: &'ast syn::Macro) {
         let name = macro_name(m);
-        if !LOG_MACROS.contains(&name.as_str()) && !OPAQUE_MACROS.contains(&name.as_str()) {
+        if name == "select" {
+            if let Some(arms) = super::macros::select_arms(&m.tokens) {
+                self.macros.insert(macro_key(m), arms);
+            }
+        } else if !LOG_MACROS.contains(&name.as_str()) && !OPAQUE_MACROS.contains(&name.as_str()) {
             if let Ok(args) =
                 m.parse_body_with(Punctuated::<Expr, syn::Token![,]>::parse_terminated)
             {

@@ -19,6 +19,7 @@ mod classify;
 mod context;
 mod index;
 mod locals;
+mod macros;
 mod result_use;
 mod syntax;
 mod view;
@@ -46,8 +47,27 @@ pub struct Options<'a> {
 }
 
 pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Options) -> FileModel {
+    let rules = macros::macro_rules(file);
     let mut index = Index::default();
     index.visit_file(file);
+    // A `macro_rules!` body is walked like a function named `name!`: an
+    // annotation above the definition covers every acquisition in it.
+    for r in &rules {
+        for body in &r.bodies {
+            index.visit_block(body);
+            index.fns.push(FnItem {
+                name: format!("{}!", r.name),
+                qualified: format!("{}!", r.name),
+                self_ty: None,
+                span: r.span,
+                first_line: r.line,
+                params: Vec::new(),
+                ret: None,
+                in_drop: false,
+                body,
+            });
+        }
+    }
     let cx = Cx::new(packs, src, opts.lock_name, &index);
     let (model, returned) = run(&cx, &index.fns, &HashMap::new());
     // Functions of this file that return an unexecuted builder: walk again
