@@ -12,6 +12,7 @@ mod missing_purpose;
 mod non_consensus_correctness_lock;
 mod parse_error;
 mod read_then_write_acquire;
+mod unattached_purpose;
 mod unfenced_correctness_lock;
 mod unknown_purpose;
 mod unowned_release;
@@ -36,12 +37,13 @@ pub enum CheckId {
     IgnoredAcquireResult,
     IgnoredRenewalFailure,
     NonConsensusCorrectnessLock,
+    UnattachedPurpose,
     UnusedSuppression,
     ParseError,
 }
 
 impl CheckId {
-    pub const ALL: [CheckId; 12] = [
+    pub const ALL: [CheckId; 13] = [
         CheckId::MissingPurpose,
         CheckId::UnknownPurpose,
         CheckId::ReadThenWriteAcquire,
@@ -52,6 +54,7 @@ impl CheckId {
         CheckId::IgnoredAcquireResult,
         CheckId::IgnoredRenewalFailure,
         CheckId::NonConsensusCorrectnessLock,
+        CheckId::UnattachedPurpose,
         CheckId::UnusedSuppression,
         CheckId::ParseError,
     ];
@@ -68,6 +71,7 @@ impl CheckId {
             CheckId::IgnoredAcquireResult => "ignored-acquire-result",
             CheckId::IgnoredRenewalFailure => "ignored-renewal-failure",
             CheckId::NonConsensusCorrectnessLock => "non-consensus-correctness-lock",
+            CheckId::UnattachedPurpose => "unattached-purpose",
             CheckId::UnusedSuppression => "unused-suppression",
             CheckId::ParseError => "parse-error",
         }
@@ -123,6 +127,7 @@ pub static CHECKS: &[CheckInfo] = &[
     ignored_acquire_result::INFO,
     ignored_renewal_failure::INFO,
     non_consensus_correctness_lock::INFO,
+    unattached_purpose::INFO,
     unused_suppression::INFO,
     parse_error::INFO,
 ];
