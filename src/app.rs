@@ -375,6 +375,9 @@ fn emit(output: Option<&Path>, text: &str) -> Result<(), Failure> {
 fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
     let prepared = prepare(&args.paths, &args.common)?;
     let mut audit = audit(&prepared, false)?;
+    if args.fix {
+        audit = fix_and_audit_again(args, &prepared, audit)?;
+    }
     for u in &audit.unreadable {
         eprintln!("error: {u}");
     }
@@ -444,6 +447,32 @@ fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
     } else {
         ExitStatus::Clean
     })
+}
+
+/// `check --fix`: applies the exact fixes, says how many, and audits the
+/// files again so that the report shows what remains.
+fn fix_and_audit_again(
+    args: &CheckArgs,
+    prepared: &Prepared,
+    first: Audit,
+) -> Result<Audit, Failure> {
+    let applied = crate::commands::fix::apply(prepared, &first, &args.paths)?;
+    for s in &applied.skipped {
+        eprintln!("warning: {s}");
+    }
+    if !args.quiet {
+        eprintln!(
+            "applied {} fix{} in {} file{}",
+            applied.fixes,
+            if applied.fixes == 1 { "" } else { "es" },
+            applied.files,
+            report::plural(applied.files)
+        );
+    }
+    if applied.fixes == 0 {
+        return Ok(first);
+    }
+    audit(prepared, false)
 }
 
 fn inventory(args: &InventoryArgs) -> Result<ExitStatus, Failure> {

@@ -101,6 +101,9 @@ pub struct CheckArgs {
     /// Colour in human output
     #[arg(long, value_enum, default_value_t = Color::Auto)]
     pub color: Color,
+    /// Apply the exact fixes to the files, then report what remains
+    #[arg(long, conflicts_with = "write_baseline")]
+    pub fix: bool,
     #[command(flatten)]
     pub common: CommonArgs,
 }

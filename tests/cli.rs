@@ -1046,3 +1046,239 @@ fn force_exclude_applies_excludes_to_named_files() {
     let run = lockaudit(dir, &["check", "."]);
     assert_eq!(run.code, 0, "walking skips excluded files: {run:?}");
 }
+
+// ---- suggested fixes and --fix (covers #15) ---------------------------------
+
+/// The findings of a JSON report, by (line, check).
+fn by_line(report: &Value) -> Vec<(u64, String, Option<Value>)> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["line"].as_u64().unwrap(),
+                f["check"].as_str().unwrap().to_string(),
+                f.get("fix").cloned(),
+            )
+        })
+        .collect()
+}
+
+const UNLOCK: &str = r##"redis::Script::new(r#"if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end"#)"##;
+
+#[test]
+fn json_carries_a_fix_only_where_the_replacement_is_exact() {
+    let run = lockaudit(&project("fixable"), &["--format", "json"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let report = json(&run.stdout);
+    let findings = by_line(&report);
+    let checks: Vec<(u64, &str, bool)> = findings
+        .iter()
+        .map(|(l, c, f)| (*l, c.as_str(), f.is_some()))
+        .collect();
+    assert_eq!(
+        checks,
+        [
+            (20, "unowned-release", true),
+            (29, "lock-without-expiry", true),
+            (36, "unowned-release", true),
+            // The token was moved into the SET: `&token` would not compile.
+            (53, "unowned-release", false),
+            // Two TTLs in scope (`LOCK_TTL_MS`, `lease_secs`): no guess.
+            (61, "lock-without-expiry", false),
+        ]
+    );
+    let edit = |i: usize| findings[i].2.as_ref().unwrap()["edits"][0].clone();
+    // A DEL of a `&mut redis::Connection`: the script takes the connection as is.
+    let del = edit(0);
+    assert_eq!(
+        (
+            del["line"].as_u64(),
+            del["column"].as_u64(),
+            del["end_column"].as_u64()
+        ),
+        (Some(20), Some(22), Some(39))
+    );
+    assert_eq!(
+        del["replacement"],
+        format!("{UNLOCK}.key(lock_key).arg(&token).invoke(con)")
+    );
+    assert_eq!(del["path"], "src/lib.rs");
+    // The TTL constant is in milliseconds: `PX`, inserted right after `NX`.
+    let ttl = edit(1);
+    assert_eq!(
+        (ttl["line"].as_u64(), ttl["column"].as_u64()),
+        (ttl["end_line"].as_u64(), ttl["end_column"].as_u64())
+    );
+    assert_eq!(ttl["replacement"], ".arg(\"PX\").arg(LOCK_TTL_MS)");
+    // An awaited `cmd("DEL")…query_async::<()>(&mut con)` keeps its
+    // connection argument and turbofish.
+    assert_eq!(
+        edit(2)["replacement"],
+        format!("{UNLOCK}.key(\"compact:lock\").arg(token).invoke_async::<()>(&mut con)")
+    );
+    // Findings without a fix have no `fix` key at all.
+    let raw = &report["findings"][3];
+    assert!(raw.get("fix").is_none(), "{raw}");
+}
+
+#[test]
+fn sarif_fixes_are_schema_valid_artifact_changes() {
+    let run = lockaudit(&project("fixable"), &["--format", "sarif"]);
+    let log = json(&run.stdout);
+    assert_github_ready(&log);
+    let results = log["runs"][0]["results"].as_array().unwrap();
+    let with_fix: Vec<&Value> = results
+        .iter()
+        .filter(|r| r.get("fixes").is_some())
+        .collect();
+    assert_eq!(with_fix.len(), 3);
+    let change = &with_fix[1]["fixes"][0]["artifactChanges"][0];
+    assert_eq!(change["artifactLocation"]["uri"], "src/lib.rs");
+    assert_eq!(change["artifactLocation"]["uriBaseId"], "%SRCROOT%");
+    let r = &change["replacements"][0];
+    // An insertion deletes the empty region where it goes.
+    assert_eq!(r["deletedRegion"]["startLine"], 32);
+    assert_eq!(
+        r["deletedRegion"]["startColumn"],
+        r["deletedRegion"]["endColumn"]
+    );
+    assert_eq!(
+        r["insertedContent"]["text"],
+        ".arg(\"PX\").arg(LOCK_TTL_MS)"
+    );
+    assert!(with_fix[1]["fixes"][0]["description"]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("Set the expiry"));
+}
+
+#[test]
+fn check_fix_applies_the_exact_fixes_and_reports_what_remains() {
+    let tmp = copy_project("fixable");
+    let dir = tmp.path();
+    let before = fs::read_to_string(dir.join("src/lib.rs")).unwrap();
+    let run = lockaudit(dir, &["check", "--fix", "--format", "short"]);
+    assert_eq!(run.code, 1, "two findings have no exact fix: {run:?}");
+    assert!(
+        run.stderr.contains("applied 3 fixes in 1 file"),
+        "{}",
+        run.stderr
+    );
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{}", run.stdout);
+    assert!(
+        lines[0].starts_with("src/lib.rs:53:26: error[unowned-release]"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].starts_with("src/lib.rs:61:31: error[lock-without-expiry]"),
+        "{}",
+        lines[1]
+    );
+    let after = fs::read_to_string(dir.join("src/lib.rs")).unwrap();
+    assert!(after.contains(&format!(
+        "let _: i32 = {UNLOCK}.key(lock_key).arg(&token).invoke(con)?;"
+    )));
+    assert!(after.contains(
+        "        .arg(\"NX\").arg(\"PX\").arg(LOCK_TTL_MS)\n        .query_async(&mut con)"
+    ));
+    assert_eq!(after.lines().count(), before.lines().count());
+    // Nothing else changed: the diff is exactly three lines.
+    let changed = before
+        .lines()
+        .zip(after.lines())
+        .filter(|(a, b)| a != b)
+        .count();
+    assert_eq!(changed, 3);
+
+    // A second run has nothing left to fix and changes nothing.
+    let again = lockaudit(dir, &["check", "--fix", "--format", "short"]);
+    assert!(
+        again.stderr.contains("applied 0 fixes in 0 files"),
+        "{}",
+        again.stderr
+    );
+    assert_eq!(fs::read_to_string(dir.join("src/lib.rs")).unwrap(), after);
+    assert_eq!(again.stdout, run.stdout);
+}
+
+#[test]
+fn check_fix_keeps_a_byte_order_mark_and_crlf_line_endings() {
+    let tmp = copy_project("fixable");
+    let file = tmp.path().join("src/lib.rs");
+    let text = fs::read_to_string(&file).unwrap().replace('\n', "\r\n");
+    fs::write(&file, format!("\u{feff}{text}")).unwrap();
+    let run = lockaudit(tmp.path(), &["check", "--fix", "--quiet"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let after = fs::read_to_string(&file).unwrap();
+    assert!(after.starts_with('\u{feff}'));
+    assert!(
+        !after.replace("\r\n", "").contains('\n'),
+        "only CRLF line endings"
+    );
+    assert!(after.contains(".arg(\"NX\").arg(\"PX\").arg(LOCK_TTL_MS)\r\n"));
+}
+
+#[cfg(unix)]
+#[test]
+fn check_fix_never_writes_through_a_symlink() {
+    let tmp = copy_project("fixable");
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("lib.rs");
+    fs::rename(tmp.path().join("src/lib.rs"), &target).unwrap();
+    std::os::unix::fs::symlink(&target, tmp.path().join("src/lib.rs")).unwrap();
+    let before = fs::read_to_string(&target).unwrap();
+    let run = lockaudit(tmp.path(), &["check", "--fix", "src/lib.rs"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains("src/lib.rs: not a regular file"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("applied 0 fixes"), "{}", run.stderr);
+    assert_eq!(fs::read_to_string(&target).unwrap(), before);
+    assert!(fs::symlink_metadata(tmp.path().join("src/lib.rs"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+}
+
+/// With `default-purpose` set, the annotation that writes it down is an
+/// exact fix in JSON; `check --fix` still leaves it to `annotate`.
+#[test]
+fn the_configured_default_purpose_is_offered_as_an_annotation_fix() {
+    let tmp = copy_project("unannotated");
+    let dir = tmp.path();
+    let run = lockaudit(dir, &["--format", "json"]);
+    let plain = json(&run.stdout);
+    assert!(
+        plain["findings"][0].get("fix").is_none(),
+        "no purpose, no fix"
+    );
+
+    fs::write(dir.join("lockaudit.yaml"), "default-purpose: efficiency\n").unwrap();
+    let run = lockaudit(dir, &["--format", "json"]);
+    let report = json(&run.stdout);
+    let f = &report["findings"][0];
+    assert_eq!(f["check"], "missing-purpose");
+    let e = &f["fix"]["edits"][0];
+    assert_eq!(
+        (e["line"].as_u64(), e["column"].as_u64()),
+        (Some(2), Some(1))
+    );
+    assert_eq!(
+        (e["end_line"].as_u64(), e["end_column"].as_u64()),
+        (Some(2), Some(1))
+    );
+    assert_eq!(
+        e["replacement"],
+        "    // lock-purpose: efficiency — TODO: why\n"
+    );
+    let before = fs::read_to_string(dir.join("src/lib.rs")).unwrap();
+    let run = lockaudit(dir, &["check", "--fix"]);
+    assert!(run.stderr.contains("applied 0 fixes"), "{}", run.stderr);
+    assert_eq!(fs::read_to_string(dir.join("src/lib.rs")).unwrap(), before);
+}

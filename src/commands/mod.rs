@@ -1,0 +1,4 @@
+//! Commands that live outside `app.rs`: `check --fix`, `annotate` and
+//! `lsp`. Each uses the same preparation, engine and reporters as `check`.
+
+pub mod fix;
