@@ -745,10 +745,12 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                     // statements: `let mut c = cmd("SET"); c.arg(k); c.query(..)`.
                     let builder = if is_chain(&init.expr) {
                         let c = self.resolve_chain(flatten(self.cx, &init.expr));
-                        let run = c
-                            .segs
-                            .iter()
-                            .any(|s| matches!(s.kind, SegKind::Await | SegKind::Try));
+                        // `.unwrap()`/`.expect(..)` unwrap an outcome, as `?` does.
+                        let run = c.segs.iter().any(|s| match &s.kind {
+                            SegKind::Await | SegKind::Try => true,
+                            SegKind::Method { name, .. } => name == "unwrap" || name == "expect",
+                            SegKind::Field => false,
+                        });
                         (!run && matches!(c.root, Root::Call { .. })).then_some(c)
                     } else {
                         None
