@@ -43,6 +43,7 @@ pub fn run(cli: Cli) -> ExitStatus {
         Some(Command::Rules(args)) => rules(args.format),
         Some(Command::Explain(args)) => explain(&args.check),
         Some(Command::Init(args)) => init(args.force),
+        Some(Command::Annotate(args)) => crate::commands::annotate::run(&args),
     };
     match result {
         Ok(s) => s,

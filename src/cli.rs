@@ -36,6 +36,8 @@ pub enum Command {
     Explain(ExplainArgs),
     /// Write a starter lockaudit.yaml in the current directory
     Init(InitArgs),
+    /// Insert `// lock-purpose:` comments above unannotated acquisitions (a diff unless --write)
+    Annotate(AnnotateArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -151,4 +153,35 @@ pub struct InitArgs {
     /// Overwrite an existing lockaudit.yaml
     #[arg(long)]
     pub force: bool,
+}
+
+/// A purpose named on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PurposeArg {
+    Efficiency,
+    Correctness,
+}
+
+impl From<PurposeArg> for crate::finding::Purpose {
+    fn from(p: PurposeArg) -> Self {
+        match p {
+            PurposeArg::Efficiency => crate::finding::Purpose::Efficiency,
+            PurposeArg::Correctness => crate::finding::Purpose::Correctness,
+        }
+    }
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct AnnotateArgs {
+    /// Files or directories whose acquisitions to annotate
+    #[arg(value_name = "PATHS", default_value = ".")]
+    pub paths: Vec<PathBuf>,
+    /// The purpose to write down (review each `TODO: why` afterwards)
+    #[arg(long, value_enum)]
+    pub purpose: PurposeArg,
+    /// Rewrite the files instead of printing a unified diff
+    #[arg(long)]
+    pub write: bool,
+    #[command(flatten)]
+    pub common: CommonArgs,
 }

@@ -1282,3 +1282,166 @@ fn the_configured_default_purpose_is_offered_as_an_annotation_fix() {
     assert!(run.stderr.contains("applied 0 fixes"), "{}", run.stderr);
     assert_eq!(fs::read_to_string(dir.join("src/lib.rs")).unwrap(), before);
 }
+
+// ---- annotate (covers #15) --------------------------------------------------
+
+/// A crate with acquisitions in several shapes: nested and tab-indented,
+/// under an attribute, already annotated, suppressed, and a CRLF file.
+fn annotate_project() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    fs::create_dir_all(&src).unwrap();
+    fs::write(
+        src.join("lib.rs"),
+        "pub fn a(con: &mut redis::Connection, t: &str) -> redis::RedisResult<()> {
+    if true {
+        for _ in 0..2 {
+            let _r: Option<String> = redis::cmd(\"SET\").arg(\"a:lock\").arg(t).arg(\"NX\").arg(\"PX\").arg(10).query(con)?;
+        }
+    }
+    #[allow(unused)]
+    let _s: Option<String> = redis::cmd(\"SET\").arg(\"b:lock\").arg(t).arg(\"NX\").arg(\"PX\").arg(10).query(con)?;
+    // lock-purpose: correctness — decided already
+    let _u: Option<String> = redis::cmd(\"SET\").arg(\"c:lock\").arg(t).arg(\"NX\").arg(\"PX\").arg(10).query(con)?;
+    // lockaudit: allow(missing-purpose) generated code, annotated upstream
+    let _v: Option<String> = redis::cmd(\"SET\").arg(\"d:lock\").arg(t).arg(\"NX\").arg(\"PX\").arg(10).query(con)?;
+    Ok(())
+}
+",
+    )
+    .unwrap();
+    fs::write(
+        src.join("crlf.rs"),
+        "pub fn b(con: &mut redis::Connection, t: &str) -> bool {\r\n\tlet r: Option<String> = redis::cmd(\"SET\").arg(\"e:lock\").arg(t).arg(\"NX\").arg(\"PX\").arg(10).query(con).unwrap();\r\n\tr.is_some()\r\n}\r\n",
+    )
+    .unwrap();
+    tmp
+}
+
+#[test]
+fn annotate_prints_a_unified_diff_that_applies() {
+    let tmp = annotate_project();
+    let dir = tmp.path();
+    let run = lockaudit(dir, &["annotate", ".", "--purpose", "efficiency"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("3 acquisitions in 2 files would be annotated as `efficiency`"),
+        "{}",
+        run.stderr
+    );
+    let diff = &run.stdout;
+    assert!(
+        diff.starts_with("--- a/src/crlf.rs\n+++ b/src/crlf.rs\n"),
+        "{diff}"
+    );
+    assert!(
+        diff.contains("\n+\t// lock-purpose: efficiency — TODO: why\r\n"),
+        "{diff}"
+    );
+    assert!(
+        diff.contains("\n+            // lock-purpose: efficiency — TODO: why\n"),
+        "{diff}"
+    );
+    // Between the attribute and the statement: still the block above it.
+    assert!(
+        diff.contains(
+            "     #[allow(unused)]\n+    // lock-purpose: efficiency — TODO: why\n     let _s"
+        ),
+        "{diff}"
+    );
+    let added = diff
+        .lines()
+        .filter(|l| l.starts_with('+') && !l.starts_with("+++"));
+    assert_eq!(added.count(), 3, "{diff}");
+    // Nothing was written.
+    assert!(!fs::read_to_string(dir.join("src/lib.rs"))
+        .unwrap()
+        .contains("TODO"));
+
+    // The diff is a real patch: applying it gives what --write writes.
+    let applied = annotate_project();
+    fs::write(applied.path().join("annotate.diff"), diff).unwrap();
+    git(applied.path(), &["init", "-q"]);
+    git(applied.path(), &["apply", "annotate.diff"]);
+    let run = lockaudit(
+        dir,
+        &["annotate", ".", "--purpose", "efficiency", "--write"],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout, "");
+    for f in ["src/lib.rs", "src/crlf.rs"] {
+        assert_eq!(
+            fs::read(applied.path().join(f)).unwrap(),
+            fs::read(dir.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+}
+
+#[test]
+fn annotate_write_is_idempotent_and_leaves_no_missing_purpose() {
+    let tmp = annotate_project();
+    let dir = tmp.path();
+    // Turned off in the config: annotate still finds the acquisitions.
+    fs::write(
+        dir.join("lockaudit.yaml"),
+        "checks:\n  missing-purpose: off\n",
+    )
+    .unwrap();
+    let run = lockaudit(
+        dir,
+        &["annotate", "src", "--purpose", "correctness", "--write"],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("annotated 3 acquisitions in 2 files as `correctness`"),
+        "{}",
+        run.stderr
+    );
+    let crlf = fs::read_to_string(dir.join("src/crlf.rs")).unwrap();
+    assert!(
+        crlf.contains("{\r\n\t// lock-purpose: correctness — TODO: why\r\n\tlet r"),
+        "{crlf:?}"
+    );
+    assert!(!crlf.replace("\r\n", "").contains('\n'));
+    let lib = fs::read_to_string(dir.join("src/lib.rs")).unwrap();
+    let written = lib.clone();
+
+    let again = lockaudit(
+        dir,
+        &["annotate", "src", "--purpose", "correctness", "--write"],
+    );
+    assert_eq!(again.code, 0, "{again:?}");
+    assert!(
+        again
+            .stderr
+            .contains("every acquisition already has a purpose"),
+        "{}",
+        again.stderr
+    );
+    let diff = lockaudit(dir, &["annotate", "src", "--purpose", "efficiency"]);
+    assert_eq!(diff.stdout, "", "nothing left to annotate");
+    assert_eq!(fs::read_to_string(dir.join("src/lib.rs")).unwrap(), written);
+
+    fs::remove_file(dir.join("lockaudit.yaml")).unwrap();
+    let check = lockaudit(dir, &["check", ".", "--format", "json"]);
+    let report = json(&check.stdout);
+    let checks: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["suppressed"] == false)
+        .map(|f| f["check"].as_str().unwrap())
+        .collect();
+    assert!(!checks.contains(&"missing-purpose"), "{checks:?}");
+    assert!(!checks.contains(&"unknown-purpose"), "{checks:?}");
+}
+
+#[test]
+fn annotate_needs_a_purpose() {
+    let run = lockaudit(&project("unannotated"), &["annotate", "."]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("--purpose"), "{}", run.stderr);
+}

@@ -94,7 +94,12 @@ pub fn apply(prepared: &Prepared, audit: &Audit, roots: &[PathBuf]) -> Result<Ap
 }
 
 /// Rewrites one file with `edits` applied to the text that was audited.
-fn rewrite(path: &Path, roots: &[PathBuf], audited: &str, edits: &[&Edit]) -> Result<(), String> {
+pub(crate) fn rewrite(
+    path: &Path,
+    roots: &[PathBuf],
+    audited: &str,
+    edits: &[&Edit],
+) -> Result<(), String> {
     let meta = std::fs::symlink_metadata(path).map_err(|e| e.to_string())?;
     if !meta.file_type().is_file() {
         return Err(
