@@ -44,6 +44,7 @@ pub fn run(cli: Cli) -> ExitStatus {
         Some(Command::Explain(args)) => explain(&args.check),
         Some(Command::Init(args)) => init(args.force),
         Some(Command::Annotate(args)) => crate::commands::annotate::run(&args),
+        Some(Command::Lsp(args)) => crate::commands::lsp::run(&args),
     };
     match result {
         Ok(s) => s,
@@ -555,6 +556,13 @@ fn explain(id: &str) -> Result<ExitStatus, Failure> {
             ids.into_iter().collect::<Vec<_>>().join(", ")
         )));
     };
+    emit(None, &explain_text(check))?;
+    Ok(ExitStatus::Clean)
+}
+
+/// The page `lockaudit explain` prints for a check (also shown by the
+/// language server's explain command).
+pub fn explain_text(check: CheckId) -> String {
     let info = check.info();
     let mut text = format!(
         "# {} [{}]\n\n{}\n\n{}",
@@ -569,8 +577,7 @@ fn explain(id: &str) -> Result<ExitStatus, Failure> {
     if !text.ends_with('\n') {
         text.push('\n');
     }
-    emit(None, &text)?;
-    Ok(ExitStatus::Clean)
+    text
 }
 
 fn init(force: bool) -> Result<ExitStatus, Failure> {

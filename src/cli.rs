@@ -38,6 +38,8 @@ pub enum Command {
     Init(InitArgs),
     /// Insert `// lock-purpose:` comments above unannotated acquisitions (a diff unless --write)
     Annotate(AnnotateArgs),
+    /// A language server on stdio: diagnostics as you edit, quick fixes as code actions
+    Lsp(LspArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -184,4 +186,11 @@ pub struct AnnotateArgs {
     pub write: bool,
     #[command(flatten)]
     pub common: CommonArgs,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct LspArgs {
+    /// Config file for every document (default: the nearest lockaudit.yaml above each file)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }

@@ -3,3 +3,4 @@
 
 pub mod annotate;
 pub mod fix;
+pub mod lsp;
