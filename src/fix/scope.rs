@@ -43,6 +43,8 @@ pub struct Binding<'ast> {
 pub struct Scope<'ast> {
     bindings: Vec<(String, Binding<'ast>)>,
     macros: Vec<(usize, usize)>,
+    /// Closures and async blocks: code that may run elsewhere, later.
+    closures: Vec<(usize, usize)>,
 }
 
 impl<'ast> Scope<'ast> {
@@ -60,6 +62,7 @@ impl<'ast> Scope<'ast> {
             src,
             bindings: Vec::new(),
             macros: Vec::new(),
+            closures: Vec::new(),
         };
         for (name, ty, decl) in consts {
             v.bindings.push((
@@ -94,6 +97,7 @@ impl<'ast> Scope<'ast> {
         Scope {
             bindings: v.bindings,
             macros: v.macros,
+            closures: v.closures,
         }
     }
 
@@ -131,12 +135,21 @@ impl<'ast> Scope<'ast> {
     pub fn in_macro(&self, offset: usize) -> bool {
         self.macros.iter().any(|&(s, e)| s <= offset && offset < e)
     }
+
+    /// Whether a closure or async block holds `inner` but not `outer`: a
+    /// local of the outer code named there would be captured by it.
+    pub fn captured(&self, outer: usize, inner: usize) -> bool {
+        self.closures
+            .iter()
+            .any(|&(s, e)| s <= inner && inner < e && !(s <= outer && outer < e))
+    }
 }
 
 struct Collector<'s, 'ast> {
     src: &'s SourceFile,
     bindings: Vec<(String, Binding<'ast>)>,
     macros: Vec<(usize, usize)>,
+    closures: Vec<(usize, usize)>,
 }
 
 impl<'ast> Collector<'_, 'ast> {
@@ -264,7 +277,15 @@ impl<'ast> Visit<'ast> for Collector<'_, 'ast> {
         syn::visit::visit_arm(self, a);
     }
 
+    fn visit_expr_async(&mut self, a: &'ast syn::ExprAsync) {
+        let r = self.range(a);
+        self.closures.push(r);
+        syn::visit::visit_expr_async(self, a);
+    }
+
     fn visit_expr_closure(&mut self, c: &'ast syn::ExprClosure) {
+        let r = self.range(c);
+        self.closures.push(r);
         let (from, to) = self.range(&c.body);
         for p in &c.inputs {
             self.other(p, from, to);

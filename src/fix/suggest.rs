@@ -416,6 +416,10 @@ fn release_fix(ctx: &CheckCtx, cx: &FnCx, e: &Event) -> Option<Fix> {
     if (at_set.decl, at_set.from) != (at_del.decl, at_del.from) || mutable(&at_set) {
         return None;
     }
+    // A closure or async block around the release would capture the token.
+    if cx.scope.captured(a.span.start.offset, e.span.start.offset) {
+        return None;
+    }
     let by_value_ok = match at_set.kind {
         Kind::Param { ty, .. } => matches!(ty, Type::Reference(_)) || is_integer(ty),
         Kind::Let { ty: Some(ty), .. } => matches!(ty, Type::Reference(_)) || is_integer(ty),
