@@ -460,7 +460,7 @@ fn fix_and_audit_again(
 ) -> Result<Audit, Failure> {
     let applied = crate::commands::fix::apply(prepared, &first, &args.paths)?;
     for s in &applied.skipped {
-        eprintln!("warning: {s}");
+        eprintln!("warning: {}", crate::commands::annotate::escape(s));
     }
     if !args.quiet {
         eprintln!(

@@ -2,7 +2,9 @@
 //! `fixtures/projects/` (and on temporary copies of them): exit codes,
 //! every output format (insta snapshots in `tests/snapshots/`), SARIF
 //! against the bundled SARIF 2.1.0 schema, baselines, `--new-since`,
-//! suppressions in machine output, `--output`, `--jobs` and `init`.
+//! suppressions in machine output, `--output`, `--jobs` and `init`;
+//! suggested fixes and `check --fix`, `annotate`, and the language server
+//! (a scripted client in process, and the binary over stdio).
 //!
 //! Snapshots are written with `INSTA_UPDATE=always cargo test --test cli`
 //! and reviewed by reading the `.snap` files; CI never writes them.
@@ -1650,6 +1652,23 @@ mod lsp {
             Vec::<Value>::new(),
             "the suppression silences it"
         );
+        // Saving publishes again, from the editor's text (the file on disk
+        // has no lock at all).
+        c.notify(
+            "textDocument/didChange",
+            json!({
+                "textDocument": { "uri": uri, "version": 4 },
+                "contentChanges": [{ "text": text }],
+            }),
+        );
+        assert_eq!(c.diagnostics().len(), 1);
+        c.notify(
+            "textDocument/didSave",
+            json!({ "textDocument": { "uri": uri } }),
+        );
+        let saved = c.notification("textDocument/publishDiagnostics");
+        assert_eq!(saved["version"], 4);
+        assert_eq!(saved["diagnostics"][0]["code"], "missing-purpose");
 
         let page = c.request(
             "workspace/executeCommand",

@@ -155,7 +155,8 @@ fn escape_lines(text: &str) -> String {
     out
 }
 
-fn escape(s: &str) -> String {
+/// A path or text for one line of the terminal: control characters escaped.
+pub(crate) fn escape(s: &str) -> String {
     escape_lines(&s.replace(['\n', '\r'], "?"))
 }
 
