@@ -71,7 +71,7 @@ pub struct Finding {
     pub suppressed: Option<String>,
     /// The item (fn, impl method) the finding sits in, for fingerprints.
     pub item: String,
-    /// An exact fix, when there is one (see `fix.rs`).
+    /// An exact fix, when there is one (see `fix/`).
     pub fix: Option<crate::fix::Fix>,
     /// `missing-purpose` only: the line a `lock-purpose:` annotation goes
     /// above (the first line of the acquisition's statement).

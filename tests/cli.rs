@@ -1051,14 +1051,15 @@ fn force_exclude_applies_excludes_to_named_files() {
 
 // ---- suggested fixes and --fix (covers #15) ---------------------------------
 
-/// The findings of a JSON report, by (line, check).
-fn by_line(report: &Value) -> Vec<(u64, String, Option<Value>)> {
+/// The findings of a JSON report: (path, line, check, fix).
+fn by_line(report: &Value) -> Vec<(String, u64, String, Option<Value>)> {
     report["findings"]
         .as_array()
         .unwrap()
         .iter()
         .map(|f| {
             (
+                f["path"].as_str().unwrap().to_string(),
                 f["line"].as_u64().unwrap(),
                 f["check"].as_str().unwrap().to_string(),
                 f.get("fix").cloned(),
@@ -1077,7 +1078,8 @@ fn json_carries_a_fix_only_where_the_replacement_is_exact() {
     let findings = by_line(&report);
     let checks: Vec<(u64, &str, bool)> = findings
         .iter()
-        .map(|(l, c, f)| (*l, c.as_str(), f.is_some()))
+        .filter(|(p, ..)| p == "src/lib.rs")
+        .map(|(_, l, c, f)| (*l, c.as_str(), f.is_some()))
         .collect();
     assert_eq!(
         checks,
@@ -1093,7 +1095,7 @@ fn json_carries_a_fix_only_where_the_replacement_is_exact() {
             (84, "unowned-release", false),
         ]
     );
-    let edit = |i: usize| findings[i].2.as_ref().unwrap()["edits"][0].clone();
+    let edit = |i: usize| findings[i].3.as_ref().unwrap()["edits"][0].clone();
     // A DEL of a `&mut redis::Connection`: the script takes the connection as is.
     let del = edit(0);
     assert_eq!(
@@ -1125,6 +1127,37 @@ fn json_carries_a_fix_only_where_the_replacement_is_exact() {
     // Findings without a fix have no `fix` key at all.
     let raw = &report["findings"][3];
     assert!(raw.get("fix").is_none(), "{raw}");
+
+    // A `Duration` TTL, seconds in a name, an owned connection; `set_nx`
+    // cannot carry an expiry, so it gets no fix.
+    let more: Vec<(u64, &str, Option<&str>)> = findings
+        .iter()
+        .filter(|(p, ..)| p == "src/more.rs")
+        .map(|(_, l, c, f)| {
+            let r = f
+                .as_ref()
+                .map(|f| f["edits"][0]["replacement"].as_str().unwrap());
+            (*l, c.as_str(), r)
+        })
+        .collect();
+    let owned = format!("{UNLOCK}.key(\"cleanup:lock\").arg(&token).invoke(&mut con)");
+    assert_eq!(
+        more,
+        [
+            (
+                10,
+                "lock-without-expiry",
+                Some(".arg(\"PX\").arg(lock_ttl.as_millis() as u64)")
+            ),
+            (
+                17,
+                "lock-without-expiry",
+                Some(".arg(\"EX\").arg(lease_secs)")
+            ),
+            (27, "lock-without-expiry", None),
+            (29, "unowned-release", Some(owned.as_str())),
+        ]
+    );
 }
 
 #[test]
@@ -1137,7 +1170,7 @@ fn sarif_fixes_are_schema_valid_artifact_changes() {
         .iter()
         .filter(|r| r.get("fixes").is_some())
         .collect();
-    assert_eq!(with_fix.len(), 3);
+    assert_eq!(with_fix.len(), 6);
     let change = &with_fix[1]["fixes"][0]["artifactChanges"][0];
     assert_eq!(change["artifactLocation"]["uri"], "src/lib.rs");
     assert_eq!(change["artifactLocation"]["uriBaseId"], "%SRCROOT%");
@@ -1164,14 +1197,14 @@ fn check_fix_applies_the_exact_fixes_and_reports_what_remains() {
     let dir = tmp.path();
     let before = fs::read_to_string(dir.join("src/lib.rs")).unwrap();
     let run = lockaudit(dir, &["check", "--fix", "--format", "short"]);
-    assert_eq!(run.code, 1, "three findings have no exact fix: {run:?}");
+    assert_eq!(run.code, 1, "four findings have no exact fix: {run:?}");
     assert!(
-        run.stderr.contains("applied 3 fixes in 1 file"),
+        run.stderr.contains("applied 6 fixes in 2 files"),
         "{}",
         run.stderr
     );
     let lines: Vec<&str> = run.stdout.lines().collect();
-    assert_eq!(lines.len(), 4, "{}", run.stdout);
+    assert_eq!(lines.len(), 5, "{}", run.stdout);
     assert!(
         lines[0].starts_with("src/lib.rs:53:26: error[unowned-release]"),
         "{}",
