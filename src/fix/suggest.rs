@@ -7,7 +7,7 @@
 //! the one TTL-named constant or local in scope and its unit is written in
 //! its type or name. Anything less gives no fix.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use proc_macro2::{TokenStream, TokenTree};
 use quote::ToTokens;
@@ -90,23 +90,23 @@ pub fn attach(ctx: &CheckCtx, file: &syn::File, findings: &mut [Finding]) {
         return;
     }
     let info = FileInfo::new(ctx.src, file);
+    let events: HashMap<Span, &Event> =
+        ctx.model.events.iter().rev().map(|e| (e.span, e)).collect();
+    // Each function is looked at once, however many findings it holds.
+    let mut fns: HashMap<usize, FnCx> = HashMap::new();
     for f in findings.iter_mut().filter(|f| wanted(f)) {
-        let Some(e) = ctx.model.events.iter().find(|e| e.span == f.span) else {
+        let Some(&e) = events.get(&f.span) else {
             continue;
         };
-        let Some(func) = info.fn_at(e.span.start.offset) else {
+        let Some(index) = info.fn_at(e.span.start.offset) else {
             continue;
         };
-        let scope = Scope::of_fn(ctx.src, func.sig, func.body, &info.consts[func.module]);
-        let cx = FnCx {
-            src: ctx.src,
-            info: &info,
-            body: func.body,
-            scope: &scope,
-        };
+        let cx = fns
+            .entry(index)
+            .or_insert_with(|| FnCx::new(ctx.src, &info, &info.fns[index]));
         f.fix = match f.check {
-            CheckId::UnownedRelease => release_fix(ctx, &cx, e),
-            CheckId::LockWithoutExpiry => expiry_fix(ctx, &cx, e),
+            CheckId::UnownedRelease => release_fix(ctx, cx, e),
+            CheckId::LockWithoutExpiry => expiry_fix(ctx, cx, e),
             _ => None,
         };
     }
@@ -206,11 +206,13 @@ impl<'ast> FileInfo<'ast> {
     }
 
     /// The innermost function holding `offset`.
-    fn fn_at(&self, offset: usize) -> Option<&FnInfo<'ast>> {
+    fn fn_at(&self, offset: usize) -> Option<usize> {
         self.fns
             .iter()
-            .filter(|f| f.start <= offset && offset < f.end)
-            .min_by_key(|f| f.end - f.start)
+            .enumerate()
+            .filter(|(_, f)| f.start <= offset && offset < f.end)
+            .min_by_key(|(_, f)| f.end - f.start)
+            .map(|(i, _)| i)
     }
 
     /// Whether a type path names a redis-rs connection type.
@@ -253,11 +255,39 @@ fn leaf_names(t: &syn::UseTree, out: &mut BTreeSet<String>) {
 struct FnCx<'a, 'ast> {
     src: &'a SourceFile,
     info: &'a FileInfo<'ast>,
-    body: &'ast syn::Block,
-    scope: &'a Scope<'ast>,
+    scope: Scope<'ast>,
+    calls: Calls<'a, 'ast>,
+    /// Where each name is used by value (possibly moved), by offset.
+    by_value: HashMap<String, Vec<usize>>,
 }
 
-impl<'ast> FnCx<'_, 'ast> {
+impl<'a, 'ast> FnCx<'a, 'ast> {
+    fn new(src: &'a SourceFile, info: &'a FileInfo<'ast>, func: &FnInfo<'ast>) -> FnCx<'a, 'ast> {
+        let scope = Scope::of_fn(src, func.sig, func.body, &info.consts[func.module]);
+        let mut calls = Calls {
+            src,
+            methods: Vec::new(),
+            awaited: Vec::new(),
+        };
+        calls.visit_block(func.body);
+        let mut by_value = HashMap::new();
+        uses_by_value(&func.body.to_token_stream(), src, false, &mut by_value);
+        FnCx {
+            src,
+            info,
+            scope,
+            calls,
+            by_value,
+        }
+    }
+
+    /// Whether `name` is used by value strictly between `from` and `to`.
+    fn used_by_value(&self, name: &str, from: usize, to: usize) -> bool {
+        self.by_value
+            .get(name)
+            .is_some_and(|at| at.iter().any(|&o| from < o && o < to))
+    }
+
     fn range(&self, node: &impl Spanned) -> (usize, usize) {
         let s = self.src.span_of_node(node);
         (s.start.offset, s.end.offset)
@@ -272,41 +302,55 @@ impl<'ast> FnCx<'_, 'ast> {
         self.src.span_of_node(node)
     }
 
-    /// Method calls of the body, with the `.await`ed ones marked.
-    fn calls(&self) -> Calls<'ast> {
-        let mut c = Calls {
-            methods: Vec::new(),
-            awaited: Vec::new(),
-            cmd_roots: Vec::new(),
-        };
-        c.visit_block(self.body);
-        c
-    }
-
-    fn within(&self, node: &impl Spanned, span: &Span) -> bool {
-        let (s, e) = self.range(node);
-        span.start.offset <= s && e <= span.end.offset
+    /// Whether `.await` follows the call.
+    fn awaited(&self, c: &Call) -> bool {
+        self.calls.awaited.contains(&(c.start, c.end))
     }
 }
 
-struct Calls<'ast> {
-    methods: Vec<&'ast syn::ExprMethodCall>,
-    awaited: Vec<&'ast Expr>,
-    cmd_roots: Vec<&'ast syn::ExprCall>,
+/// A method call of a body, with its byte range and the offset of its
+/// method name, measured once.
+struct Call<'ast> {
+    m: &'ast syn::ExprMethodCall,
+    start: usize,
+    end: usize,
+    name_at: usize,
 }
 
-impl<'ast> Visit<'ast> for Calls<'ast> {
+impl Call<'_> {
+    /// The whole call lies inside `span`.
+    fn inside(&self, span: &Span) -> bool {
+        span.start.offset <= self.start && self.end <= span.end.offset
+    }
+
+    /// The method name lies inside `span`.
+    fn named_inside(&self, span: &Span) -> bool {
+        span.start.offset <= self.name_at && self.name_at < span.end.offset
+    }
+}
+
+/// The method calls of a body, and the ranges of what it `.await`s.
+struct Calls<'s, 'ast> {
+    src: &'s SourceFile,
+    methods: Vec<Call<'ast>>,
+    awaited: Vec<(usize, usize)>,
+}
+
+impl<'ast> Visit<'ast> for Calls<'_, 'ast> {
     fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
-        self.methods.push(m);
+        let s = self.src.span_of_node(m);
+        self.methods.push(Call {
+            m,
+            start: s.start.offset,
+            end: s.end.offset,
+            name_at: self.src.span_of(m.method.span()).start.offset,
+        });
         syn::visit::visit_expr_method_call(self, m);
     }
     fn visit_expr_await(&mut self, a: &'ast syn::ExprAwait) {
-        self.awaited.push(&a.base);
+        let s = self.src.span_of_node(&a.base);
+        self.awaited.push((s.start.offset, s.end.offset));
         syn::visit::visit_expr_await(self, a);
-    }
-    fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
-        self.cmd_roots.push(c);
-        syn::visit::visit_expr_call(self, c);
     }
     fn visit_item(&mut self, _: &'ast syn::Item) {}
 }
@@ -408,8 +452,7 @@ fn release_fix(ctx: &CheckCtx, cx: &FnCx, e: &Event) -> Option<Fix> {
     if a.func != e.func || a.span.end.offset > e.span.start.offset {
         return None;
     }
-    let calls = cx.calls();
-    let value = stored_value(ctx, cx, &calls, a)?;
+    let value = stored_value(ctx, cx, a)?;
     let (name, borrowed) = token_local(value)?;
     let at_set = cx.scope.resolve(&name, cx.range(value).0)?;
     let at_del = cx.scope.resolve(&name, e.span.start.offset)?;
@@ -434,14 +477,7 @@ fn release_fix(ctx: &CheckCtx, cx: &FnCx, e: &Event) -> Option<Fix> {
     if !borrowed && !by_value_ok {
         return None;
     }
-    if used_by_value(
-        &cx.body.to_token_stream(),
-        &name,
-        cx.range(value).1,
-        e.span.start.offset,
-        cx.src,
-        false,
-    ) {
+    if cx.used_by_value(&name, cx.range(value).1, e.span.start.offset) {
         return None;
     }
     let token = if by_value_ok {
@@ -450,9 +486,9 @@ fn release_fix(ctx: &CheckCtx, cx: &FnCx, e: &Event) -> Option<Fix> {
         format!("&{name}")
     };
     let (span, replacement) = if api.id == "redis.del-method" {
-        del_method(cx, &calls, e, &token)?
+        del_method(cx, e, &token)?
     } else {
-        del_command(cx, &calls, e, &token)?
+        del_command(cx, e, &token)?
     };
     Some(Fix {
         description: "release the lock only while it still holds this caller's token: a Lua compare-and-delete".into(),
@@ -469,12 +505,7 @@ fn mutable(b: &Binding) -> bool {
 
 /// The value argument of the acquisition `a`: `SET key VALUE NX …`,
 /// `set_nx(key, VALUE)`, `set_options(key, VALUE, opts)`.
-fn stored_value<'ast>(
-    ctx: &CheckCtx,
-    cx: &FnCx<'_, 'ast>,
-    calls: &Calls<'ast>,
-    a: &Event,
-) -> Option<&'ast Expr> {
+fn stored_value<'ast>(ctx: &CheckCtx, cx: &FnCx<'_, 'ast>, a: &Event) -> Option<&'ast Expr> {
     let api = ctx.api(a);
     if !ctx.packs.pack(a.api).builtin {
         return None;
@@ -482,16 +513,13 @@ fn stored_value<'ast>(
     match api.id.as_str() {
         "redis.set-nx" => {
             // The whole `cmd("SET").arg(key).arg(value)…` chain in one expression.
-            let outer = calls
+            let outer = cx
+                .calls
                 .methods
                 .iter()
-                .filter(|m| cx.within(*m, &a.chain_span))
-                .filter(|m| is_cmd(chain(m).0, "SET"))
-                .max_by_key(|m| {
-                    let (s, e) = cx.range(*m);
-                    e - s
-                })?;
-            let (_, segs) = chain(outer);
+                .filter(|c| c.inside(&a.chain_span) && is_cmd(chain(c.m).0, "SET"))
+                .max_by_key(|c| c.end - c.start)?;
+            let (_, segs) = chain(outer.m);
             let mut args = segs.iter().filter(|s| s.method == "arg");
             let _key = args.next()?;
             let v = args.next()?;
@@ -499,11 +527,12 @@ fn stored_value<'ast>(
         }
         "redis.set-nx-method" | "redis.set-options-nx" => {
             let method = api.matcher.method.as_deref()?;
-            let m = calls
+            let c = cx
+                .calls
                 .methods
                 .iter()
-                .find(|m| m.method == method && cx.within(&m.method, &a.span))?;
-            m.args.iter().nth(1)
+                .find(|c| c.m.method == method && c.named_inside(&a.span))?;
+            c.m.args.iter().nth(1)
         }
         _ => None,
     }
@@ -549,46 +578,40 @@ fn connection_arg(cx: &FnCx, name: &str, offset: usize) -> Option<String> {
     }
 }
 
-fn is_awaited(cx: &FnCx, calls: &Calls, node: &impl Spanned) -> bool {
-    let r = cx.range(node);
-    calls.awaited.iter().any(|b| cx.range(*b) == r)
-}
-
 /// `con.del(key)` → `Script…key(key).arg(token).invoke(con)`.
-fn del_method(cx: &FnCx, calls: &Calls, e: &Event, token: &str) -> Option<(Span, String)> {
-    let m = calls
+fn del_method(cx: &FnCx, e: &Event, token: &str) -> Option<(Span, String)> {
+    let c = cx
+        .calls
         .methods
         .iter()
-        .find(|m| m.method == "del" && cx.within(&m.method, &e.span))?;
+        .find(|c| c.m.method == "del" && c.named_inside(&e.span))?;
+    let m = c.m;
     if m.args.len() != 1 || m.turbofish.is_some() {
         return None;
     }
     let con = ident(&m.receiver)?;
-    let con = connection_arg(cx, &con, cx.range(&m.method).0)?;
-    let invoke = if is_awaited(cx, calls, *m) {
+    let con = connection_arg(cx, &con, c.name_at)?;
+    let invoke = if cx.awaited(c) {
         "invoke_async"
     } else {
         "invoke"
     };
     let key = cx.text(&m.args[0]);
     Some((
-        cx.span(*m),
+        cx.span(m),
         format!("{UNLOCK_SCRIPT}.key({key}).arg({token}).{invoke}({con})"),
     ))
 }
 
 /// `redis::cmd("DEL").arg(key).query(con)` → `Script…key(key).arg(token).invoke(con)`.
-fn del_command(cx: &FnCx, calls: &Calls, e: &Event, token: &str) -> Option<(Span, String)> {
-    let outer = calls
+fn del_command(cx: &FnCx, e: &Event, token: &str) -> Option<(Span, String)> {
+    let outer = cx
+        .calls
         .methods
         .iter()
-        .filter(|m| cx.within(*m, &e.chain_span))
-        .filter(|m| is_cmd(chain(m).0, "DEL"))
-        .max_by_key(|m| {
-            let (s, e) = cx.range(*m);
-            e - s
-        })?;
-    let (_, segs) = chain(outer);
+        .filter(|c| c.inside(&e.chain_span) && is_cmd(chain(c.m).0, "DEL"))
+        .max_by_key(|c| c.end - c.start)?;
+    let (_, segs) = chain(outer.m);
     let [arg, run] = segs.as_slice() else {
         return None;
     };
@@ -608,39 +631,32 @@ fn del_command(cx: &FnCx, calls: &Calls, e: &Event, token: &str) -> Option<(Span
     let key = cx.text(&arg.args[0]);
     let con = cx.text(&run.args[0]);
     Some((
-        cx.span(*outer),
+        cx.span(outer.m),
         format!("{UNLOCK_SCRIPT}.key({key}).arg({token}).{invoke}{turbofish}({con})"),
     ))
 }
 
-/// Whether `name` is used by value (so possibly moved) in `(from, to)`:
-/// anything but `&name`, `name.clone()` and the like, or an argument of a
-/// formatting macro.
-fn used_by_value(
+/// Records where each identifier is used by value (so possibly moved):
+/// anything but `&name`, `&mut name`, `name.clone()` and the like, or an
+/// argument of a formatting macro.
+fn uses_by_value(
     ts: &TokenStream,
-    name: &str,
-    from: usize,
-    to: usize,
     src: &SourceFile,
     in_fmt: bool,
-) -> bool {
+    out: &mut HashMap<String, Vec<usize>>,
+) {
     let tokens: Vec<TokenTree> = ts.clone().into_iter().collect();
+    let punct =
+        |j: usize, c: char| matches!(tokens.get(j), Some(TokenTree::Punct(p)) if p.as_char() == c);
     for (i, t) in tokens.iter().enumerate() {
         match t {
             TokenTree::Group(g) => {
                 let fmt_macro = i >= 2
-                    && matches!(&tokens[i - 1], TokenTree::Punct(p) if p.as_char() == '!')
+                    && punct(i - 1, '!')
                     && matches!(&tokens[i - 2], TokenTree::Ident(m) if FORMAT_MACROS.contains(&m.to_string().as_str()));
-                if used_by_value(&g.stream(), name, from, to, src, in_fmt || fmt_macro) {
-                    return true;
-                }
+                uses_by_value(&g.stream(), src, in_fmt || fmt_macro, out);
             }
-            TokenTree::Ident(id) if id == name => {
-                let at = src.span_of(id.span()).start.offset;
-                if at <= from || at >= to || in_fmt {
-                    continue;
-                }
-                let punct = |j: usize, c: char| matches!(tokens.get(j), Some(TokenTree::Punct(p)) if p.as_char() == c);
+            TokenTree::Ident(id) if !in_fmt => {
                 let borrowed = (i >= 1 && punct(i - 1, '&'))
                     || (i >= 2
                         && matches!(&tokens[i - 1], TokenTree::Ident(m) if m == "mut")
@@ -648,13 +664,13 @@ fn used_by_value(
                 let borrowing_call = punct(i + 1, '.')
                     && matches!(tokens.get(i + 2), Some(TokenTree::Ident(m)) if BORROWING_METHODS.contains(&m.to_string().as_str()));
                 if !borrowed && !borrowing_call {
-                    return true;
+                    let at = src.span_of(id.span()).start.offset;
+                    out.entry(id.to_string()).or_default().push(at);
                 }
             }
             _ => {}
         }
     }
-    false
 }
 
 // ---- lock-without-expiry: SET … NX → SET … NX PX ttl -------------------------
@@ -704,15 +720,15 @@ fn expiry_fix(ctx: &CheckCtx, cx: &FnCx, e: &Event) -> Option<Fix> {
     {
         return None;
     }
-    let calls = cx.calls();
-    let nx: Vec<_> = calls
+    let nx: Vec<&Call> = cx
+        .calls
         .methods
         .iter()
-        .filter(|m| cx.within(*m, &e.chain_span) && m.method == "arg" && m.args.len() == 1)
-        .filter(|m| str_lit(&m.args[0]).is_some_and(|w| w.eq_ignore_ascii_case("NX")))
+        .filter(|c| c.inside(&e.chain_span) && c.m.method == "arg" && c.m.args.len() == 1)
+        .filter(|c| str_lit(&c.m.args[0]).is_some_and(|w| w.eq_ignore_ascii_case("NX")))
         .collect();
     let [nx] = nx.as_slice() else { return None };
-    let at = cx.range(*nx).1;
+    let at = nx.end;
     if cx.scope.in_macro(at) {
         return None;
     }
