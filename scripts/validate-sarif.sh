@@ -62,6 +62,12 @@ else
   audit fixtures/projects/mixed "$work/mixed.sarif" .
   audit "$root" "$work/fixtures.sarif" fixtures
   audit fixtures/projects/annotated "$work/clean.sarif" .
+  # Results with suggested fixes (`fixes[].artifactChanges`).
+  audit fixtures/projects/fixable "$work/fixes.sarif" .
+  if ! grep -q '"artifactChanges"' "$work/fixes.sarif"; then
+    echo "validate-sarif: no result with a fix in fixtures/projects/fixable" >&2
+    exit 2
+  fi
 fi
 
 failed=0

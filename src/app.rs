@@ -43,6 +43,8 @@ pub fn run(cli: Cli) -> ExitStatus {
         Some(Command::Rules(args)) => rules(args.format),
         Some(Command::Explain(args)) => explain(&args.check),
         Some(Command::Init(args)) => init(args.force),
+        Some(Command::Annotate(args)) => crate::commands::annotate::run(&args),
+        Some(Command::Lsp(args)) => crate::commands::lsp::run(&args),
     };
     match result {
         Ok(s) => s,
@@ -375,6 +377,9 @@ fn emit(output: Option<&Path>, text: &str) -> Result<(), Failure> {
 fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
     let prepared = prepare(&args.paths, &args.common)?;
     let mut audit = audit(&prepared, false)?;
+    if args.fix {
+        audit = fix_and_audit_again(args, &prepared, audit)?;
+    }
     for u in &audit.unreadable {
         eprintln!("error: {u}");
     }
@@ -444,6 +449,32 @@ fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
     } else {
         ExitStatus::Clean
     })
+}
+
+/// `check --fix`: applies the exact fixes, says how many, and audits the
+/// files again so that the report shows what remains.
+fn fix_and_audit_again(
+    args: &CheckArgs,
+    prepared: &Prepared,
+    first: Audit,
+) -> Result<Audit, Failure> {
+    let applied = crate::commands::fix::apply(prepared, &first, &args.paths)?;
+    for s in &applied.skipped {
+        eprintln!("warning: {}", crate::commands::annotate::escape(s));
+    }
+    if !args.quiet {
+        eprintln!(
+            "applied {} fix{} in {} file{}",
+            applied.fixes,
+            if applied.fixes == 1 { "" } else { "es" },
+            applied.files,
+            report::plural(applied.files)
+        );
+    }
+    if applied.fixes == 0 {
+        return Ok(first);
+    }
+    audit(prepared, false)
 }
 
 fn inventory(args: &InventoryArgs) -> Result<ExitStatus, Failure> {
@@ -525,6 +556,13 @@ fn explain(id: &str) -> Result<ExitStatus, Failure> {
             ids.into_iter().collect::<Vec<_>>().join(", ")
         )));
     };
+    emit(None, &explain_text(check))?;
+    Ok(ExitStatus::Clean)
+}
+
+/// The page `lockaudit explain` prints for a check (also shown by the
+/// language server's explain command).
+pub fn explain_text(check: CheckId) -> String {
     let info = check.info();
     let mut text = format!(
         "# {} [{}]\n\n{}\n\n{}",
@@ -539,8 +577,7 @@ fn explain(id: &str) -> Result<ExitStatus, Failure> {
     if !text.ends_with('\n') {
         text.push('\n');
     }
-    emit(None, &text)?;
-    Ok(ExitStatus::Clean)
+    text
 }
 
 fn init(force: bool) -> Result<ExitStatus, Failure> {

@@ -36,6 +36,10 @@ pub enum Command {
     Explain(ExplainArgs),
     /// Write a starter lockaudit.yaml in the current directory
     Init(InitArgs),
+    /// Insert `// lock-purpose:` comments above unannotated acquisitions (a diff unless --write)
+    Annotate(AnnotateArgs),
+    /// A language server on stdio: diagnostics as you edit, quick fixes as code actions
+    Lsp(LspArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -101,6 +105,9 @@ pub struct CheckArgs {
     /// Colour in human output
     #[arg(long, value_enum, default_value_t = Color::Auto)]
     pub color: Color,
+    /// Apply the exact fixes to the files, then report what remains
+    #[arg(long, conflicts_with = "write_baseline")]
+    pub fix: bool,
     #[command(flatten)]
     pub common: CommonArgs,
 }
@@ -148,4 +155,42 @@ pub struct InitArgs {
     /// Overwrite an existing lockaudit.yaml
     #[arg(long)]
     pub force: bool,
+}
+
+/// A purpose named on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PurposeArg {
+    Efficiency,
+    Correctness,
+}
+
+impl From<PurposeArg> for crate::finding::Purpose {
+    fn from(p: PurposeArg) -> Self {
+        match p {
+            PurposeArg::Efficiency => crate::finding::Purpose::Efficiency,
+            PurposeArg::Correctness => crate::finding::Purpose::Correctness,
+        }
+    }
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct AnnotateArgs {
+    /// Files or directories whose acquisitions to annotate
+    #[arg(value_name = "PATHS", default_value = ".")]
+    pub paths: Vec<PathBuf>,
+    /// The purpose to write down (review each `TODO: why` afterwards)
+    #[arg(long, value_enum)]
+    pub purpose: PurposeArg,
+    /// Rewrite the files instead of printing a unified diff
+    #[arg(long)]
+    pub write: bool,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct LspArgs {
+    /// Config file for every document (default: the nearest lockaudit.yaml above each file)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }

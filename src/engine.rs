@@ -153,7 +153,6 @@ impl Engine<'_> {
                 lock_name: &self.settings.lock_name,
             },
         );
-        drop(file);
         if let Some(line) = model.too_deep {
             let pos = src.pos_of_line_col(line, 0);
             let f = checks::parse_error_finding(
@@ -184,6 +183,18 @@ impl Engine<'_> {
                 if self.enabled(info.id) {
                     run(&ctx, &mut findings);
                 }
+            }
+        }
+        crate::fix::attach(&ctx, &file, &mut findings);
+        drop(file);
+        if let Some(purpose) = self.settings.default_purpose {
+            // The config says what an unannotated acquisition is held to:
+            // writing it down is exact.
+            for f in findings
+                .iter_mut()
+                .filter(|f| f.check == CheckId::MissingPurpose)
+            {
+                f.fix = crate::fix::annotation_fix(&src, &directives.lexed, f, purpose);
             }
         }
         let locks = if inventory {

@@ -71,6 +71,11 @@ pub struct Finding {
     pub suppressed: Option<String>,
     /// The item (fn, impl method) the finding sits in, for fingerprints.
     pub item: String,
+    /// An exact fix, when there is one (see `fix/`).
+    pub fix: Option<crate::fix::Fix>,
+    /// `missing-purpose` only: the line a `lock-purpose:` annotation goes
+    /// above (the first line of the acquisition's statement).
+    pub purpose_line: Option<usize>,
 }
 
 impl Finding {
@@ -90,6 +95,8 @@ impl Finding {
             fingerprint: String::new(),
             suppressed: None,
             item: String::new(),
+            fix: None,
+            purpose_line: None,
         }
     }
 

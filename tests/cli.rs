@@ -2,7 +2,9 @@
 //! `fixtures/projects/` (and on temporary copies of them): exit codes,
 //! every output format (insta snapshots in `tests/snapshots/`), SARIF
 //! against the bundled SARIF 2.1.0 schema, baselines, `--new-since`,
-//! suppressions in machine output, `--output`, `--jobs` and `init`.
+//! suppressions in machine output, `--output`, `--jobs` and `init`;
+//! suggested fixes and `check --fix`, `annotate`, and the language server
+//! (a scripted client in process, and the binary over stdio).
 //!
 //! Snapshots are written with `INSTA_UPDATE=always cargo test --test cli`
 //! and reviewed by reading the `.snap` files; CI never writes them.
@@ -1045,4 +1047,778 @@ fn force_exclude_applies_excludes_to_named_files() {
     assert_eq!(run.code, 0, "--force-exclude skips it: {run:?}");
     let run = lockaudit(dir, &["check", "."]);
     assert_eq!(run.code, 0, "walking skips excluded files: {run:?}");
+}
+
+// ---- suggested fixes and --fix (covers #15) ---------------------------------
+
+/// The findings of a JSON report: (path, line, check, fix).
+fn by_line(report: &Value) -> Vec<(String, u64, String, Option<Value>)> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["path"].as_str().unwrap().to_string(),
+                f["line"].as_u64().unwrap(),
+                f["check"].as_str().unwrap().to_string(),
+                f.get("fix").cloned(),
+            )
+        })
+        .collect()
+}
+
+const UNLOCK: &str = r##"redis::Script::new(r#"if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end"#)"##;
+
+#[test]
+fn json_carries_a_fix_only_where_the_replacement_is_exact() {
+    let run = lockaudit(&project("fixable"), &["--format", "json"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let report = json(&run.stdout);
+    let findings = by_line(&report);
+    let checks: Vec<(u64, &str, bool)> = findings
+        .iter()
+        .filter(|(p, ..)| p == "src/lib.rs")
+        .map(|(_, l, c, f)| (*l, c.as_str(), f.is_some()))
+        .collect();
+    assert_eq!(
+        checks,
+        [
+            (20, "unowned-release", true),
+            (29, "lock-without-expiry", true),
+            (36, "unowned-release", true),
+            // The token was moved into the SET: `&token` would not compile.
+            (53, "unowned-release", false),
+            // Two TTLs in scope (`LOCK_TTL_MS`, `lease_secs`): no guess.
+            (61, "lock-without-expiry", false),
+            // Released in a spawned task that would capture the token.
+            (84, "unowned-release", false),
+        ]
+    );
+    let edit = |i: usize| findings[i].3.as_ref().unwrap()["edits"][0].clone();
+    // A DEL of a `&mut redis::Connection`: the script takes the connection as is.
+    let del = edit(0);
+    assert_eq!(
+        (
+            del["line"].as_u64(),
+            del["column"].as_u64(),
+            del["end_column"].as_u64()
+        ),
+        (Some(20), Some(22), Some(39))
+    );
+    assert_eq!(
+        del["replacement"],
+        format!("{UNLOCK}.key(lock_key).arg(&token).invoke(con)")
+    );
+    assert_eq!(del["path"], "src/lib.rs");
+    // The TTL constant is in milliseconds: `PX`, inserted right after `NX`.
+    let ttl = edit(1);
+    assert_eq!(
+        (ttl["line"].as_u64(), ttl["column"].as_u64()),
+        (ttl["end_line"].as_u64(), ttl["end_column"].as_u64())
+    );
+    assert_eq!(ttl["replacement"], ".arg(\"PX\").arg(LOCK_TTL_MS)");
+    // An awaited `cmd("DEL")…query_async::<()>(&mut con)` keeps its
+    // connection argument and turbofish.
+    assert_eq!(
+        edit(2)["replacement"],
+        format!("{UNLOCK}.key(\"compact:lock\").arg(token).invoke_async::<()>(&mut con)")
+    );
+    // Findings without a fix have no `fix` key at all.
+    let raw = &report["findings"][3];
+    assert!(raw.get("fix").is_none(), "{raw}");
+
+    // A `Duration` TTL, seconds in a name, an owned connection; `set_nx`
+    // cannot carry an expiry, so it gets no fix.
+    let more: Vec<(u64, &str, Option<&str>)> = findings
+        .iter()
+        .filter(|(p, ..)| p == "src/more.rs")
+        .map(|(_, l, c, f)| {
+            let r = f
+                .as_ref()
+                .map(|f| f["edits"][0]["replacement"].as_str().unwrap());
+            (*l, c.as_str(), r)
+        })
+        .collect();
+    let owned = format!("{UNLOCK}.key(\"cleanup:lock\").arg(&token).invoke(&mut con)");
+    assert_eq!(
+        more,
+        [
+            (
+                10,
+                "lock-without-expiry",
+                Some(".arg(\"PX\").arg(lock_ttl.as_millis() as u64)")
+            ),
+            (
+                17,
+                "lock-without-expiry",
+                Some(".arg(\"EX\").arg(lease_secs)")
+            ),
+            (27, "lock-without-expiry", None),
+            (29, "unowned-release", Some(owned.as_str())),
+        ]
+    );
+}
+
+#[test]
+fn sarif_fixes_are_schema_valid_artifact_changes() {
+    let run = lockaudit(&project("fixable"), &["--format", "sarif"]);
+    let log = json(&run.stdout);
+    assert_github_ready(&log);
+    let results = log["runs"][0]["results"].as_array().unwrap();
+    let with_fix: Vec<&Value> = results
+        .iter()
+        .filter(|r| r.get("fixes").is_some())
+        .collect();
+    assert_eq!(with_fix.len(), 6);
+    let change = &with_fix[1]["fixes"][0]["artifactChanges"][0];
+    assert_eq!(change["artifactLocation"]["uri"], "src/lib.rs");
+    assert_eq!(change["artifactLocation"]["uriBaseId"], "%SRCROOT%");
+    let r = &change["replacements"][0];
+    // An insertion deletes the empty region where it goes.
+    assert_eq!(r["deletedRegion"]["startLine"], 32);
+    assert_eq!(
+        r["deletedRegion"]["startColumn"],
+        r["deletedRegion"]["endColumn"]
+    );
+    assert_eq!(
+        r["insertedContent"]["text"],
+        ".arg(\"PX\").arg(LOCK_TTL_MS)"
+    );
+    assert!(with_fix[1]["fixes"][0]["description"]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("Set the expiry"));
+}
+
+#[test]
+fn check_fix_applies_the_exact_fixes_and_reports_what_remains() {
+    let tmp = copy_project("fixable");
+    let dir = tmp.path();
+    let before = fs::read_to_string(dir.join("src/lib.rs")).unwrap();
+    let run = lockaudit(dir, &["check", "--fix", "--format", "short"]);
+    assert_eq!(run.code, 1, "four findings have no exact fix: {run:?}");
+    assert!(
+        run.stderr.contains("applied 6 fixes in 2 files"),
+        "{}",
+        run.stderr
+    );
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(lines.len(), 5, "{}", run.stdout);
+    assert!(
+        lines[0].starts_with("src/lib.rs:53:26: error[unowned-release]"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].starts_with("src/lib.rs:61:31: error[lock-without-expiry]"),
+        "{}",
+        lines[1]
+    );
+    let after = fs::read_to_string(dir.join("src/lib.rs")).unwrap();
+    assert!(after.contains(&format!(
+        "let _: i32 = {UNLOCK}.key(lock_key).arg(&token).invoke(con)?;"
+    )));
+    assert!(after.contains(
+        "        .arg(\"NX\").arg(\"PX\").arg(LOCK_TTL_MS)\n        .query_async(&mut con)"
+    ));
+    assert_eq!(after.lines().count(), before.lines().count());
+    // Nothing else changed: the diff is exactly three lines.
+    let changed = before
+        .lines()
+        .zip(after.lines())
+        .filter(|(a, b)| a != b)
+        .count();
+    assert_eq!(changed, 3);
+
+    // A second run has nothing left to fix and changes nothing.
+    let again = lockaudit(dir, &["check", "--fix", "--format", "short"]);
+    assert!(
+        again.stderr.contains("applied 0 fixes in 0 files"),
+        "{}",
+        again.stderr
+    );
+    assert_eq!(fs::read_to_string(dir.join("src/lib.rs")).unwrap(), after);
+    assert_eq!(again.stdout, run.stdout);
+}
+
+#[test]
+fn check_fix_keeps_a_byte_order_mark_and_crlf_line_endings() {
+    let tmp = copy_project("fixable");
+    let file = tmp.path().join("src/lib.rs");
+    let text = fs::read_to_string(&file).unwrap().replace('\n', "\r\n");
+    fs::write(&file, format!("\u{feff}{text}")).unwrap();
+    let run = lockaudit(tmp.path(), &["check", "--fix", "--quiet"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let after = fs::read_to_string(&file).unwrap();
+    assert!(after.starts_with('\u{feff}'));
+    assert!(
+        !after.replace("\r\n", "").contains('\n'),
+        "only CRLF line endings"
+    );
+    assert!(after.contains(".arg(\"NX\").arg(\"PX\").arg(LOCK_TTL_MS)\r\n"));
+}
+
+#[cfg(unix)]
+#[test]
+fn check_fix_never_writes_through_a_symlink() {
+    let tmp = copy_project("fixable");
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("lib.rs");
+    fs::rename(tmp.path().join("src/lib.rs"), &target).unwrap();
+    std::os::unix::fs::symlink(&target, tmp.path().join("src/lib.rs")).unwrap();
+    let before = fs::read_to_string(&target).unwrap();
+    let run = lockaudit(tmp.path(), &["check", "--fix", "src/lib.rs"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains("src/lib.rs: not a regular file"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("applied 0 fixes"), "{}", run.stderr);
+    assert_eq!(fs::read_to_string(&target).unwrap(), before);
+    assert!(fs::symlink_metadata(tmp.path().join("src/lib.rs"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+}
+
+/// With `default-purpose` set, the annotation that writes it down is an
+/// exact fix in JSON; `check --fix` still leaves it to `annotate`.
+#[test]
+fn the_configured_default_purpose_is_offered_as_an_annotation_fix() {
+    let tmp = copy_project("unannotated");
+    let dir = tmp.path();
+    let run = lockaudit(dir, &["--format", "json"]);
+    let plain = json(&run.stdout);
+    assert!(
+        plain["findings"][0].get("fix").is_none(),
+        "no purpose, no fix"
+    );
+
+    fs::write(dir.join("lockaudit.yaml"), "default-purpose: efficiency\n").unwrap();
+    let run = lockaudit(dir, &["--format", "json"]);
+    let report = json(&run.stdout);
+    let f = &report["findings"][0];
+    assert_eq!(f["check"], "missing-purpose");
+    let e = &f["fix"]["edits"][0];
+    assert_eq!(
+        (e["line"].as_u64(), e["column"].as_u64()),
+        (Some(2), Some(1))
+    );
+    assert_eq!(
+        (e["end_line"].as_u64(), e["end_column"].as_u64()),
+        (Some(2), Some(1))
+    );
+    assert_eq!(
+        e["replacement"],
+        "    // lock-purpose: efficiency — TODO: why\n"
+    );
+    let before = fs::read_to_string(dir.join("src/lib.rs")).unwrap();
+    let run = lockaudit(dir, &["check", "--fix"]);
+    assert!(run.stderr.contains("applied 0 fixes"), "{}", run.stderr);
+    assert_eq!(fs::read_to_string(dir.join("src/lib.rs")).unwrap(), before);
+}
+
+// ---- annotate (covers #15) --------------------------------------------------
+
+/// A crate with acquisitions in several shapes: nested and tab-indented,
+/// under an attribute, already annotated, suppressed, and a CRLF file.
+fn annotate_project() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    fs::create_dir_all(&src).unwrap();
+    fs::write(
+        src.join("lib.rs"),
+        "pub fn a(con: &mut redis::Connection, t: &str) -> redis::RedisResult<()> {
+    if true {
+        for _ in 0..2 {
+            let _r: Option<String> = redis::cmd(\"SET\").arg(\"a:lock\").arg(t).arg(\"NX\").arg(\"PX\").arg(10).query(con)?;
+        }
+    }
+    #[allow(unused)]
+    let _s: Option<String> = redis::cmd(\"SET\").arg(\"b:lock\").arg(t).arg(\"NX\").arg(\"PX\").arg(10).query(con)?;
+    // lock-purpose: correctness — decided already
+    let _u: Option<String> = redis::cmd(\"SET\").arg(\"c:lock\").arg(t).arg(\"NX\").arg(\"PX\").arg(10).query(con)?;
+    // lockaudit: allow(missing-purpose) generated code, annotated upstream
+    let _v: Option<String> = redis::cmd(\"SET\").arg(\"d:lock\").arg(t).arg(\"NX\").arg(\"PX\").arg(10).query(con)?;
+    Ok(())
+}
+",
+    )
+    .unwrap();
+    fs::write(
+        src.join("crlf.rs"),
+        "pub fn b(con: &mut redis::Connection, t: &str) -> bool {\r\n\tlet r: Option<String> = redis::cmd(\"SET\").arg(\"e:lock\").arg(t).arg(\"NX\").arg(\"PX\").arg(10).query(con).unwrap();\r\n\tr.is_some()\r\n}\r\n",
+    )
+    .unwrap();
+    tmp
+}
+
+#[test]
+fn annotate_prints_a_unified_diff_that_applies() {
+    let tmp = annotate_project();
+    let dir = tmp.path();
+    let run = lockaudit(dir, &["annotate", ".", "--purpose", "efficiency"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("3 acquisitions in 2 files would be annotated as `efficiency`"),
+        "{}",
+        run.stderr
+    );
+    let diff = &run.stdout;
+    assert!(
+        diff.starts_with("--- a/src/crlf.rs\n+++ b/src/crlf.rs\n"),
+        "{diff}"
+    );
+    assert!(
+        diff.contains("\n+\t// lock-purpose: efficiency — TODO: why\r\n"),
+        "{diff}"
+    );
+    assert!(
+        diff.contains("\n+            // lock-purpose: efficiency — TODO: why\n"),
+        "{diff}"
+    );
+    // Between the attribute and the statement: still the block above it.
+    assert!(
+        diff.contains(
+            "     #[allow(unused)]\n+    // lock-purpose: efficiency — TODO: why\n     let _s"
+        ),
+        "{diff}"
+    );
+    let added = diff
+        .lines()
+        .filter(|l| l.starts_with('+') && !l.starts_with("+++"));
+    assert_eq!(added.count(), 3, "{diff}");
+    // Nothing was written.
+    assert!(!fs::read_to_string(dir.join("src/lib.rs"))
+        .unwrap()
+        .contains("TODO"));
+
+    // The diff is a real patch: applying it gives what --write writes.
+    let applied = annotate_project();
+    fs::write(applied.path().join("annotate.diff"), diff).unwrap();
+    git(applied.path(), &["init", "-q"]);
+    git(applied.path(), &["apply", "annotate.diff"]);
+    let run = lockaudit(
+        dir,
+        &["annotate", ".", "--purpose", "efficiency", "--write"],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout, "");
+    for f in ["src/lib.rs", "src/crlf.rs"] {
+        assert_eq!(
+            fs::read(applied.path().join(f)).unwrap(),
+            fs::read(dir.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+}
+
+#[test]
+fn annotate_write_is_idempotent_and_leaves_no_missing_purpose() {
+    let tmp = annotate_project();
+    let dir = tmp.path();
+    // Turned off in the config: annotate still finds the acquisitions.
+    fs::write(
+        dir.join("lockaudit.yaml"),
+        "checks:\n  missing-purpose: off\n",
+    )
+    .unwrap();
+    let run = lockaudit(
+        dir,
+        &["annotate", "src", "--purpose", "correctness", "--write"],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("annotated 3 acquisitions in 2 files as `correctness`"),
+        "{}",
+        run.stderr
+    );
+    let crlf = fs::read_to_string(dir.join("src/crlf.rs")).unwrap();
+    assert!(
+        crlf.contains("{\r\n\t// lock-purpose: correctness — TODO: why\r\n\tlet r"),
+        "{crlf:?}"
+    );
+    assert!(!crlf.replace("\r\n", "").contains('\n'));
+    let lib = fs::read_to_string(dir.join("src/lib.rs")).unwrap();
+    let written = lib.clone();
+
+    let again = lockaudit(
+        dir,
+        &["annotate", "src", "--purpose", "correctness", "--write"],
+    );
+    assert_eq!(again.code, 0, "{again:?}");
+    assert!(
+        again
+            .stderr
+            .contains("every acquisition already has a purpose"),
+        "{}",
+        again.stderr
+    );
+    let diff = lockaudit(dir, &["annotate", "src", "--purpose", "efficiency"]);
+    assert_eq!(diff.stdout, "", "nothing left to annotate");
+    assert_eq!(fs::read_to_string(dir.join("src/lib.rs")).unwrap(), written);
+
+    fs::remove_file(dir.join("lockaudit.yaml")).unwrap();
+    let check = lockaudit(dir, &["check", ".", "--format", "json"]);
+    let report = json(&check.stdout);
+    let checks: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["suppressed"] == false)
+        .map(|f| f["check"].as_str().unwrap())
+        .collect();
+    assert!(!checks.contains(&"missing-purpose"), "{checks:?}");
+    assert!(!checks.contains(&"unknown-purpose"), "{checks:?}");
+}
+
+#[test]
+fn annotate_needs_a_purpose() {
+    let run = lockaudit(&project("unannotated"), &["annotate", "."]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("--purpose"), "{}", run.stderr);
+}
+
+// ---- the language server (covers #15) ----------------------------------------
+
+mod lsp {
+    use std::time::Duration;
+
+    use lockaudit::commands::lsp::{offset, serve, Options};
+    use lockaudit::source::SourceFile;
+    use lsp_server::{Connection, Message, Notification, Request, RequestId, Response};
+    use serde_json::{json, Value};
+
+    /// A scripted editor on one end of an in-memory connection.
+    struct Client {
+        conn: Connection,
+        next_id: i32,
+    }
+
+    impl Client {
+        fn recv(&self) -> Message {
+            // Only a guard against a hang: every message comes at once.
+            self.conn
+                .receiver
+                .recv_timeout(Duration::from_secs(60))
+                .expect("the server answers")
+        }
+
+        fn request(&mut self, method: &str, params: Value) -> Value {
+            self.next_id += 1;
+            let id = RequestId::from(self.next_id);
+            let req = Request::new(id.clone(), method.into(), params);
+            self.conn.sender.send(req.into()).unwrap();
+            loop {
+                match self.recv() {
+                    Message::Response(Response {
+                        id: got,
+                        response_result,
+                    }) if got == id => {
+                        return response_result.unwrap_or_else(|e| panic!("{method}: {e:?}"));
+                    }
+                    Message::Notification(n) if n.method == "window/showMessage" => {}
+                    other => panic!("{method}: unexpected {other:?}"),
+                }
+            }
+        }
+
+        fn notify(&self, method: &str, params: Value) {
+            let n = Notification::new(method.into(), params);
+            self.conn.sender.send(n.into()).unwrap();
+        }
+
+        fn notification(&self, method: &str) -> Value {
+            match self.recv() {
+                Message::Notification(n) if n.method == method => n.params,
+                other => panic!("expected {method}, got {other:?}"),
+            }
+        }
+
+        fn diagnostics(&self) -> Vec<Value> {
+            let p = self.notification("textDocument/publishDiagnostics");
+            p["diagnostics"].as_array().unwrap().clone()
+        }
+    }
+
+    /// Applies an LSP workspace edit's text edits for `uri` to `text`.
+    fn apply(text: &str, edit: &Value, uri: &str) -> String {
+        let src = SourceFile::new("", text);
+        let mut edits: Vec<(usize, usize, String)> = edit["changes"][uri]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                let pos = |p: &Value| offset(&src, serde_json::from_value(p.clone()).unwrap());
+                (
+                    pos(&e["range"]["start"]),
+                    pos(&e["range"]["end"]),
+                    e["newText"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        edits.sort();
+        let mut out = text.to_string();
+        for (s, e, t) in edits.into_iter().rev() {
+            out.replace_range(s..e, &t);
+        }
+        out
+    }
+
+    fn start() -> (Client, std::thread::JoinHandle<()>) {
+        let (server, client) = Connection::memory();
+        let handle = std::thread::spawn(move || {
+            serve(server, Options::default()).map_err(|e| e.0).unwrap();
+        });
+        let mut c = Client {
+            conn: client,
+            next_id: 0,
+        };
+        let init = c.request("initialize", json!({ "capabilities": {} }));
+        assert_eq!(init["serverInfo"]["name"], "lockaudit");
+        assert_eq!(init["capabilities"]["textDocumentSync"]["change"], 1);
+        c.notify("initialized", json!({}));
+        (c, handle)
+    }
+
+    fn stop(mut c: Client, handle: std::thread::JoinHandle<()>) {
+        c.request("shutdown", Value::Null);
+        c.notify("exit", Value::Null);
+        handle.join().unwrap();
+    }
+
+    fn actions(c: &mut Client, uri: &str, diag: &Value) -> Vec<Value> {
+        let r = c.request(
+            "textDocument/codeAction",
+            json!({
+                "textDocument": { "uri": uri },
+                "range": diag["range"],
+                "context": { "diagnostics": [diag] },
+            }),
+        );
+        r.as_array().unwrap().clone()
+    }
+
+    fn titled<'a>(actions: &'a [Value], start: &str) -> &'a Value {
+        actions
+            .iter()
+            .find(|a| a["title"].as_str().unwrap().starts_with(start))
+            .unwrap_or_else(|| panic!("no action `{start}…` in {actions:#?}"))
+    }
+
+    #[test]
+    fn annotating_from_a_code_action_clears_the_diagnostic() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lib.rs");
+        let text = "pub fn take(con: &mut redis::Connection, k: &str, v: &str) -> bool {\n    let r: Option<String> = redis::cmd(\"SET\").arg(k).arg(v).arg(\"NX\").arg(\"PX\").arg(9).query(con).unwrap();\n    r.is_some()\n}\n";
+        std::fs::write(
+            &path,
+            "// the saved text does not matter: the editor's does\n",
+        )
+        .unwrap();
+        let uri = format!("file://{}", path.display());
+        let (mut c, handle) = start();
+        c.notify(
+            "textDocument/didOpen",
+            json!({ "textDocument": { "uri": uri, "languageId": "rust", "version": 1, "text": text } }),
+        );
+        let diags = c.diagnostics();
+        assert_eq!(diags.len(), 1, "{diags:#?}");
+        let d = &diags[0];
+        assert_eq!(d["code"], "missing-purpose");
+        assert_eq!(d["source"], "lockaudit");
+        assert_eq!(d["severity"], 1);
+        assert_eq!(d["range"]["start"], json!({ "line": 1, "character": 28 }));
+        assert!(d["codeDescription"]["href"]
+            .as_str()
+            .unwrap()
+            .ends_with("#missing-purpose"));
+
+        let acts = actions(&mut c, &uri, d);
+        let titles: Vec<&str> = acts.iter().map(|a| a["title"].as_str().unwrap()).collect();
+        assert_eq!(titles.len(), 4, "{titles:?}");
+        titled(&acts, "Annotate as a correctness lock");
+        let suppress = titled(&acts, "Suppress `missing-purpose`");
+        let explain = titled(&acts, "Explain `missing-purpose`");
+        assert_eq!(explain["command"]["command"], "lockaudit.explain");
+
+        // The suppression names the check and asks for the reason.
+        let suppressed = apply(text, &suppress["edit"], &uri);
+        assert!(suppressed.contains(
+            "{\n    // lockaudit: allow(missing-purpose) TODO: say why this is safe\n    let r"
+        ));
+
+        let annotate = titled(&acts, "Annotate as an efficiency lock");
+        assert_eq!(annotate["kind"], "quickfix");
+        let edited = apply(text, &annotate["edit"], &uri);
+        assert!(
+            edited.contains("{\n    // lock-purpose: efficiency — TODO: why\n    let r"),
+            "{edited}"
+        );
+        c.notify(
+            "textDocument/didChange",
+            json!({
+                "textDocument": { "uri": uri, "version": 2 },
+                "contentChanges": [{ "text": edited }],
+            }),
+        );
+        assert_eq!(
+            c.diagnostics(),
+            Vec::<Value>::new(),
+            "the annotation satisfies the check"
+        );
+
+        // Back to the old text, then suppress instead: also silent.
+        c.notify(
+            "textDocument/didChange",
+            json!({
+                "textDocument": { "uri": uri, "version": 3 },
+                "contentChanges": [{ "text": suppressed }],
+            }),
+        );
+        assert_eq!(
+            c.diagnostics(),
+            Vec::<Value>::new(),
+            "the suppression silences it"
+        );
+        // Saving publishes again, from the editor's text (the file on disk
+        // has no lock at all).
+        c.notify(
+            "textDocument/didChange",
+            json!({
+                "textDocument": { "uri": uri, "version": 4 },
+                "contentChanges": [{ "text": text }],
+            }),
+        );
+        assert_eq!(c.diagnostics().len(), 1);
+        c.notify(
+            "textDocument/didSave",
+            json!({ "textDocument": { "uri": uri } }),
+        );
+        let saved = c.notification("textDocument/publishDiagnostics");
+        assert_eq!(saved["version"], 4);
+        assert_eq!(saved["diagnostics"][0]["code"], "missing-purpose");
+
+        let page = c.request(
+            "workspace/executeCommand",
+            json!({ "command": "lockaudit.explain", "arguments": ["missing-purpose"] }),
+        );
+        assert!(
+            page.as_str()
+                .unwrap()
+                .starts_with("# missing-purpose [error]"),
+            "{page}"
+        );
+
+        c.notify(
+            "textDocument/didClose",
+            json!({ "textDocument": { "uri": uri } }),
+        );
+        assert_eq!(c.diagnostics(), Vec::<Value>::new());
+        stop(c, handle);
+    }
+
+    #[test]
+    fn an_exact_fix_is_the_preferred_code_action() {
+        let project = super::project("fixable");
+        let path = project.join("src/lib.rs");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let uri = format!("file://{}", path.display());
+        let (mut c, handle) = start();
+        c.notify(
+            "textDocument/didOpen",
+            json!({ "textDocument": { "uri": uri, "languageId": "rust", "version": 1, "text": text } }),
+        );
+        let diags = c.diagnostics();
+        let del = diags
+            .iter()
+            .find(|d| d["code"] == "unowned-release" && d["range"]["start"]["line"] == 19)
+            .unwrap_or_else(|| panic!("{diags:#?}"));
+        let acts = actions(&mut c, &uri, del);
+        let fix = titled(&acts, "lockaudit: release the lock only while");
+        assert_eq!(fix["isPreferred"], true);
+        // No annotation is offered for a release.
+        assert!(!acts
+            .iter()
+            .any(|a| a["title"].as_str().unwrap().starts_with("Annotate")));
+        let fixed = apply(&text, &fix["edit"], &uri);
+        c.notify(
+            "textDocument/didChange",
+            json!({
+                "textDocument": { "uri": uri, "version": 2 },
+                "contentChanges": [{ "text": fixed }],
+            }),
+        );
+        let after = c.diagnostics();
+        assert_eq!(after.len(), diags.len() - 1, "{after:#?}");
+        assert!(!after
+            .iter()
+            .any(|d| d["code"] == "unowned-release" && d["range"]["start"]["line"] == 19));
+        stop(c, handle);
+    }
+
+    /// The binary speaks the protocol on stdio, with Content-Length framing.
+    #[test]
+    fn the_binary_serves_on_stdio() {
+        use std::io::{BufReader, Write};
+        use std::process::{Command, Stdio};
+
+        let mut child = Command::new(env!("CARGO_BIN_EXE_lockaudit"))
+            .arg("lsp")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let send = |stdin: &mut std::process::ChildStdin, body: Value| {
+            let text = body.to_string();
+            write!(stdin, "Content-Length: {}\r\n\r\n{text}", text.len()).unwrap();
+            stdin.flush().unwrap();
+        };
+        send(
+            &mut stdin,
+            json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": { "capabilities": {} } }),
+        );
+        let Some(Message::Response(r)) = Message::read(&mut stdout).unwrap() else {
+            panic!("no initialize response")
+        };
+        assert_eq!(
+            r.response_result.unwrap()["capabilities"]["codeActionProvider"]["codeActionKinds"][0],
+            "quickfix"
+        );
+        send(
+            &mut stdin,
+            json!({ "jsonrpc": "2.0", "method": "initialized", "params": {} }),
+        );
+        let text = "fn f(con: &mut redis::Connection) { con.del(\"jobs:lock\").unwrap(); }\n";
+        send(
+            &mut stdin,
+            json!({ "jsonrpc": "2.0", "method": "textDocument/didOpen", "params": { "textDocument": {
+                "uri": "file:///nonexistent/src/lib.rs", "languageId": "rust", "version": 1, "text": text } } }),
+        );
+        let Some(Message::Notification(n)) = Message::read(&mut stdout).unwrap() else {
+            panic!("no diagnostics")
+        };
+        assert_eq!(n.method, "textDocument/publishDiagnostics");
+        assert_eq!(n.params["diagnostics"][0]["code"], "unowned-release");
+        send(
+            &mut stdin,
+            json!({ "jsonrpc": "2.0", "id": 2, "method": "shutdown", "params": null }),
+        );
+        let Some(Message::Response(r)) = Message::read(&mut stdout).unwrap() else {
+            panic!("no shutdown response")
+        };
+        assert_eq!(r.id, RequestId::from(2));
+        send(
+            &mut stdin,
+            json!({ "jsonrpc": "2.0", "method": "exit", "params": null }),
+        );
+        drop(stdin);
+        assert!(child.wait().unwrap().success());
+    }
 }

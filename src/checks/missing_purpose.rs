@@ -21,8 +21,7 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
             continue;
         }
         let api = ctx.api(e);
-        out.push(
-            ctx.finding(
+        let mut f = ctx.finding(
                 CheckId::MissingPurpose,
                 e,
                 format!(
@@ -31,7 +30,8 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
                 ),
             )
             .label(format!("`{}` takes a {} lock here", call_name(api, e), e.backend))
-            .help("say why the lock exists, above this statement: `// lock-purpose: efficiency — <what duplicate work it avoids>` or `// lock-purpose: correctness — <what must happen once>`"),
-        );
+            .help("say why the lock exists, above this statement: `// lock-purpose: efficiency — <what duplicate work it avoids>` or `// lock-purpose: correctness — <what must happen once>`");
+        f.purpose_line = Some(e.stmt_line);
+        out.push(f);
     }
 }

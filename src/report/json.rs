@@ -26,6 +26,46 @@ struct JsonFinding<'a> {
     purpose: Option<&'static str>,
     fingerprint: &'a str,
     suppressed: bool,
+    /// Only when there is an exact fix.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fix: Option<JsonFix<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonFix<'a> {
+    description: &'a str,
+    edits: Vec<JsonEdit<'a>>,
+}
+
+/// Positions as in findings: 1-based lines and character columns, the end
+/// exclusive; an insertion has `end == start`.
+#[derive(Serialize)]
+struct JsonEdit<'a> {
+    path: &'a str,
+    line: usize,
+    column: usize,
+    end_line: usize,
+    end_column: usize,
+    replacement: &'a str,
+}
+
+fn fix<'a>(f: &'a Finding) -> Option<JsonFix<'a>> {
+    let fix = f.fix.as_ref()?;
+    Some(JsonFix {
+        description: &fix.description,
+        edits: fix
+            .edits
+            .iter()
+            .map(|e| JsonEdit {
+                path: &f.path,
+                line: e.span.start.line,
+                column: e.span.start.column,
+                end_line: e.span.end.line,
+                end_column: e.span.end.column,
+                replacement: &e.replacement,
+            })
+            .collect(),
+    })
 }
 
 pub fn render(findings: &[Finding], summary: &Summary) -> String {
@@ -46,6 +86,7 @@ pub fn render(findings: &[Finding], summary: &Summary) -> String {
                 purpose: f.purpose.map(|p| p.as_str()),
                 fingerprint: &f.fingerprint,
                 suppressed: f.suppressed.is_some(),
+                fix: fix(f),
             })
             .collect(),
         summary,

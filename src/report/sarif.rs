@@ -155,6 +155,33 @@ fn region(f: &Finding) -> Value {
     })
 }
 
+/// A SARIF `fix`: one artifact change with a replacement per edit. An
+/// insertion deletes the empty region at its position.
+fn fix_json(f: &Finding, fix: &crate::fix::Fix) -> Value {
+    let replacements: Vec<Value> = fix
+        .edits
+        .iter()
+        .map(|e| {
+            json!({
+                "deletedRegion": {
+                    "startLine": e.span.start.line,
+                    "startColumn": e.span.start.column,
+                    "endLine": e.span.end.line,
+                    "endColumn": e.span.end.column,
+                },
+                "insertedContent": { "text": e.replacement },
+            })
+        })
+        .collect();
+    json!({
+        "description": { "text": capitalise(&fix.description) + "." },
+        "artifactChanges": [{
+            "artifactLocation": artifact_location(&f.path),
+            "replacements": replacements,
+        }],
+    })
+}
+
 pub fn render(findings: &[Finding], summary: &Summary) -> String {
     render_with_root(findings, summary, &root_uri())
 }
@@ -253,6 +280,9 @@ pub fn render_with_root(findings: &[Finding], summary: &Summary, root: &str) -> 
                         })
                         .collect(),
                 );
+            }
+            if let Some(fix) = &f.fix {
+                r["fixes"] = json!([fix_json(f, fix)]);
             }
             if let Some(j) = &f.suppressed {
                 let mut s = json!({ "kind": "inSource", "status": "accepted" });

@@ -1,0 +1,141 @@
+//! `check --fix`: applies the exact fixes of the findings of a run to the
+//! audited files. A file is rewritten only when it is a regular file (never
+//! through a symbolic link), lies inside a path named on the command line,
+//! and still holds the text that was audited; the new text replaces it
+//! atomically (a temporary file in the same directory, then a rename), with
+//! the old file's permissions and byte order mark.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::app::{Audit, Failure, Prepared};
+use crate::finding::Finding;
+use crate::fix::{self, Edit};
+use crate::walk;
+
+/// What `--fix` did.
+#[derive(Debug, Default)]
+pub struct Applied {
+    pub fixes: usize,
+    pub files: usize,
+    /// Files left alone, and why.
+    pub skipped: Vec<String>,
+}
+
+/// The fixes `check --fix` applies: exact ones, on findings not suppressed.
+fn applicable(f: &Finding) -> Option<&fix::Fix> {
+    let fix = f.fix.as_ref()?;
+    (f.suppressed.is_none() && fix.applied_by_check(f.check)).then_some(fix)
+}
+
+/// Fixes of one file that do not overlap each other, in text order: a fix
+/// whose edits overlap one already taken waits for the next run.
+pub fn non_overlapping<'a>(fixes: &[&'a fix::Fix]) -> Vec<&'a fix::Fix> {
+    let mut sorted = fixes.to_vec();
+    sorted.sort_by_key(|f| f.edits.iter().map(|e| e.span.start.offset).min());
+    let mut taken: Vec<(usize, usize)> = Vec::new();
+    let mut out = Vec::new();
+    for f in sorted {
+        let ranges: Vec<(usize, usize)> = f
+            .edits
+            .iter()
+            .map(|e| (e.span.start.offset, e.span.end.offset))
+            .collect();
+        // Overlapping ranges, or two edits at one point (their order would
+        // be a guess).
+        let clash = ranges
+            .iter()
+            .any(|&(s, e)| taken.iter().any(|&(ts, te)| (s < te && ts < e) || s == ts));
+        if !clash {
+            taken.extend(ranges);
+            out.push(f);
+        }
+    }
+    out
+}
+
+/// Applies every applicable fix of `audit` to its file.
+pub fn apply(prepared: &Prepared, audit: &Audit, roots: &[PathBuf]) -> Result<Applied, Failure> {
+    let mut by_file: BTreeMap<&str, Vec<&fix::Fix>> = BTreeMap::new();
+    for f in &audit.findings {
+        if let Some(fix) = applicable(f) {
+            by_file.entry(f.path.as_str()).or_default().push(fix);
+        }
+    }
+    let mut out = Applied::default();
+    if by_file.is_empty() {
+        return Ok(out);
+    }
+    let real: BTreeMap<String, &PathBuf> = prepared
+        .files
+        .iter()
+        .map(|p| (walk::display_path(p, &prepared.cwd), p))
+        .collect();
+    let roots: Vec<PathBuf> = roots
+        .iter()
+        .filter_map(|r| std::fs::canonicalize(r).ok())
+        .collect();
+    for (shown, fixes) in by_file {
+        let (Some(path), Some(audited)) = (real.get(shown), audit.sources.get(shown)) else {
+            continue;
+        };
+        let taken = non_overlapping(&fixes);
+        let edits: Vec<&Edit> = taken.iter().flat_map(|f| f.edits.iter()).collect();
+        match rewrite(path, &roots, audited, &edits) {
+            Ok(()) => {
+                out.fixes += taken.len();
+                out.files += 1;
+            }
+            Err(why) => out.skipped.push(format!("{shown}: {why}")),
+        }
+    }
+    Ok(out)
+}
+
+/// Rewrites one file with `edits` applied to the text that was audited.
+pub(crate) fn rewrite(
+    path: &Path,
+    roots: &[PathBuf],
+    audited: &str,
+    edits: &[&Edit],
+) -> Result<(), String> {
+    let meta = std::fs::symlink_metadata(path).map_err(|e| e.to_string())?;
+    if !meta.file_type().is_file() {
+        return Err(
+            "not a regular file (a symbolic link is never written through), not fixed".into(),
+        );
+    }
+    let canonical = std::fs::canonicalize(path).map_err(|e| e.to_string())?;
+    if !roots.iter().any(|r| canonical.starts_with(r)) {
+        return Err("outside the audited paths, not fixed".into());
+    }
+    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    let (bom, body) = match bytes.strip_prefix(b"\xEF\xBB\xBF") {
+        Some(rest) => (true, rest),
+        None => (false, &bytes[..]),
+    };
+    if body != audited.as_bytes() {
+        return Err("changed since it was audited, not fixed".into());
+    }
+    let (text, _) = fix::apply(audited, edits);
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".lockaudit-fix-")
+        .permissions(meta.permissions())
+        .tempfile_in(&dir)
+        .map_err(|e| format!("cannot write: {e}"))?;
+    let bom_bytes: &[u8] = if bom { b"\xEF\xBB\xBF" } else { b"" };
+    tmp.write_all(bom_bytes)
+        .and_then(|_| tmp.write_all(text.as_bytes()))
+        .and_then(|_| tmp.as_file().sync_all())
+        .map_err(|e| format!("cannot write: {e}"))?;
+    // The rename replaces the directory entry: even a symbolic link put in
+    // its place since the check above is replaced, not written through.
+    tmp.persist(path)
+        .map_err(|e| format!("cannot write: {}", e.error))?;
+    Ok(())
+}
