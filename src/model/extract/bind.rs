@@ -167,6 +167,12 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
 
     /// `x = value;` gives the binding `x` a new value.
     pub(super) fn reassign(&mut self, left: &'ast Expr, right: &'ast Expr) {
+        if let Expr::Field(f) = keys::strip(left) {
+            if let syn::Member::Named(n) = &f.member {
+                self.learn_field(&n.to_string(), right);
+            }
+            return;
+        }
         let Expr::Path(p) = keys::strip(left) else {
             return;
         };

@@ -68,9 +68,14 @@ impl Seg<'_> {
         }
     }
 
-    /// `.await` or `?`: the call has run.
+    /// `.await`, `?`, or `.unwrap()`/`.expect(..)`, which unwrap an
+    /// outcome as `?` does: the call has run.
     pub fn runs(&self) -> bool {
-        matches!(self.kind, SegKind::Await | SegKind::Try)
+        match &self.kind {
+            SegKind::Await | SegKind::Try => true,
+            SegKind::Method { name, .. } => name == "unwrap" || name == "expect",
+            SegKind::Field => false,
+        }
     }
 }
 

@@ -27,7 +27,8 @@ pub(super) struct Cx<'a, 'ast> {
     /// the others cannot match, and are not tried on every chain.
     pub text_only: Vec<ApiRef>,
     pub macros: &'ast MacroArgs,
-    /// Field types and methods of the types the file defines.
+    /// Types the file defines, their field types and methods.
+    pub types: &'ast HashSet<String>,
     pub fields: &'ast HashMap<(String, String), String>,
     pub methods: &'ast HashSet<(String, String)>,
     pub strings: Strings,
@@ -64,6 +65,7 @@ impl<'a, 'ast> Cx<'a, 'ast> {
                     .collect()
             },
             macros: &index.macros,
+            types: &index.types,
             fields: &index.fields,
             methods: &index.methods,
             strings: Strings::default(),

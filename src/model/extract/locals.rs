@@ -254,11 +254,25 @@ impl<'ast> LocalTable<'ast> {
 pub(super) trait NameStrings {
     fn local_strings(&self, name: &str) -> Option<SetId>;
     fn const_strings(&self, name: &str) -> Option<SetId>;
+    /// Strings a function of the file returns (`self.campaign_sql()`).
+    fn fn_strings(&self, _name: &str) -> Option<SetId> {
+        None
+    }
+    /// Strings stored in a struct field anywhere in the file
+    /// (`ElectionSql { campaign: .. }`, `self.sql = ..`).
+    fn field_strings(&self, _name: &str) -> Option<SetId> {
+        None
+    }
+    /// Is this a type the file defines?
+    fn is_local_type(&self, _name: &str) -> bool {
+        false
+    }
 }
 
 /// The strings an expression can evaluate to or carry: its literals, and
-/// the resolved strings of the locals and constants it names. Closures and
-/// `async` blocks are not entered: their code runs elsewhere, and the walk
+/// the resolved strings of the locals, constants, fields and functions of
+/// the file it names. Struct literals, closures and `async` blocks are not
+/// entered: their code runs elsewhere, and the walk
 /// judges the calls inside them where they are.
 pub(super) fn strings_of(e: &Expr, strings: &Strings, names: &dyn NameStrings) -> SetId {
     struct V<'s, 'n> {
@@ -313,12 +327,50 @@ pub(super) fn strings_of(e: &Expr, strings: &Strings, names: &dyn NameStrings) -
             }
         }
         fn visit_expr_field(&mut self, f: &'ast syn::ExprField) {
-            // `self.sql.campaign`, `CONFIG.lock_sql`: a field of a constant
-            // or static carries its strings too.
+            // `self.sql.campaign`: the strings the file stores in a field
+            // of that name.
+            if let syn::Member::Named(n) = &f.member {
+                if let Some(s) = self.names.field_strings(&n.to_string()) {
+                    self.sets.push(s);
+                }
+            }
             visit::visit_expr_field(self, f);
+        }
+        fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+            if let Some(s) = self.names.fn_strings(&m.method.to_string()) {
+                self.sets.push(s);
+            }
+            visit::visit_expr_method_call(self, m);
+        }
+        fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+            if let Expr::Path(p) = &*c.func {
+                let n = p.path.segments.len();
+                if n == 1 || (n == 2 && p.path.segments[0].ident == "Self") {
+                    let name = p.path.segments[n - 1].ident.to_string();
+                    if let Some(s) = self.names.fn_strings(&name) {
+                        self.sets.push(s);
+                    }
+                }
+            }
+            visit::visit_expr_call(self, c);
         }
         fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
         fn visit_expr_async(&mut self, _: &'ast syn::ExprAsync) {}
+        // An object of a type the file defines is not text: its fields'
+        // strings are known by field name instead (`self.sql.campaign`),
+        // so a method called on the object does not carry all of them. A
+        // client crate's request struct (`PutItemInput { condition_expression:
+        // .. }`) is read like any argument.
+        fn visit_expr_struct(&mut self, s: &'ast syn::ExprStruct) {
+            let own = s
+                .path
+                .segments
+                .last()
+                .is_some_and(|seg| self.names.is_local_type(&seg.ident.to_string()));
+            if !own {
+                visit::visit_expr_struct(self, s);
+            }
+        }
         fn visit_macro(&mut self, m: &'ast syn::Macro) {
             self.tokens(&m.tokens);
         }

@@ -37,7 +37,7 @@ use crate::source::SourceFile;
 use context::Cx;
 use index::{FnItem, Index};
 use locals::{Builder, LocalTable};
-use walk::Walker;
+use walk::{KnownStrings, Walker};
 
 pub use syntax::{mentions, pat_names};
 pub use walk::MAX_EXPR_DEPTH;
@@ -69,13 +69,30 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
         }
     }
     let cx = Cx::new(packs, src, opts.lock_name, &index);
-    let (model, returned) = run(&cx, &index.fns, &HashMap::new());
-    // Functions of this file that return an unexecuted builder: walk again
-    // so that their callers judge the command where they run it.
-    if returned.is_empty() || !calls_any(&model, &returned) {
-        return model;
+    // The file is walked again (at most twice) when a walk learned what
+    // crosses its functions: an unexecuted builder a function returns (its
+    // callers judge the command where they run it), or strings functions
+    // return and fields hold (SQL built in one method, kept in a field and
+    // run in another), when the file could hold a text shape at all.
+    let mut builders = HashMap::new();
+    let mut known = KnownStrings::default();
+    let mut pass = 0;
+    loop {
+        let (model, returned, learned) = run(&cx, &index.fns, &builders, &known);
+        pass += 1;
+        let new_builders =
+            builders.is_empty() && !returned.is_empty() && calls_any(&model, &returned);
+        let new_strings = !cx.text_only.is_empty()
+            && !learned.is_empty()
+            && (learned.returned != known.returned || learned.fields != known.fields);
+        if pass == 3 || !(new_builders || new_strings) {
+            return model;
+        }
+        if new_builders {
+            builders = returned;
+        }
+        known = learned;
     }
-    run(&cx, &index.fns, &returned).0
 }
 
 fn calls_any(model: &FileModel, returned: &HashMap<String, Builder>) -> bool {
@@ -86,12 +103,16 @@ fn calls_any(model: &FileModel, returned: &HashMap<String, Builder>) -> bool {
         .any(|c| !c.method && returned.contains_key(&c.name))
 }
 
+type Walked<'ast> = (FileModel, HashMap<String, Builder<'ast>>, KnownStrings);
+
 fn run<'ast>(
     cx: &Cx<'_, 'ast>,
     fns: &[FnItem<'ast>],
     returned: &HashMap<String, Builder<'ast>>,
-) -> (FileModel, HashMap<String, Builder<'ast>>) {
+    known: &KnownStrings,
+) -> Walked<'ast> {
     let mut model = FileModel::default();
+    let mut learned = KnownStrings::default();
     let mut dead = HashSet::new();
     let mut returns = HashMap::new();
     for item in fns {
@@ -120,6 +141,9 @@ fn run<'ast>(
             returns: None,
             let_init: None,
             let_events: Vec::new(),
+            known,
+            fn_name: item.name.clone(),
+            learned: &mut learned,
         };
         w.body(&item.params, item.body);
         if let Some(b) = w.returns.take() {
@@ -136,7 +160,7 @@ fn run<'ast>(
     for f in &mut model.fns {
         f.events.sort_by_key(|&i| model.events[i].span.start.offset);
     }
-    (model, returns)
+    (model, returns, learned)
 }
 
 /// One site, one event: when the same API matches an expression and one

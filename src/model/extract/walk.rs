@@ -39,6 +39,29 @@ pub(super) struct Walker<'a, 'c, 'ast> {
     /// on it: a builder bound there is replaced where it runs.
     pub let_init: Option<*const Expr>,
     pub let_events: Vec<usize>,
+    /// Strings each function of the file returns, and strings stored in
+    /// each field name, from the previous walk of the file.
+    pub known: &'a KnownStrings,
+    /// The name of the function being walked.
+    pub fn_name: String,
+    /// What this walk learns of them (for the next walk).
+    pub learned: &'a mut KnownStrings,
+}
+
+/// Strings that cross function boundaries within a file: what functions
+/// return and what struct fields hold. A name defined twice with different
+/// strings keeps their union: these only feed text shapes (SQL, Lua),
+/// which the text itself must match.
+#[derive(Default)]
+pub(super) struct KnownStrings {
+    pub returned: HashMap<String, SetId>,
+    pub fields: HashMap<String, SetId>,
+}
+
+impl KnownStrings {
+    pub fn is_empty(&self) -> bool {
+        self.returned.is_empty() && self.fields.is_empty()
+    }
 }
 
 impl NameStrings for Walker<'_, '_, '_> {
@@ -47,6 +70,15 @@ impl NameStrings for Walker<'_, '_, '_> {
     }
     fn const_strings(&self, name: &str) -> Option<SetId> {
         self.cx.const_strings(name)
+    }
+    fn fn_strings(&self, name: &str) -> Option<SetId> {
+        self.known.returned.get(name).copied()
+    }
+    fn field_strings(&self, name: &str) -> Option<SetId> {
+        self.known.fields.get(name).copied()
+    }
+    fn is_local_type(&self, name: &str) -> bool {
+        self.cx.types.contains(name)
     }
 }
 
@@ -109,7 +141,32 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
 
     /// A value the function hands back: an unexecuted builder is recorded
     /// so that its callers in this file judge it where they run it.
+    /// A field of this name holds what `e` evaluates to.
+    pub fn learn_field(&mut self, name: &str, e: &'ast Expr) {
+        let s = self.value_strings(e);
+        if s == SetId::EMPTY {
+            return;
+        }
+        let strings = &self.cx.strings;
+        let entry = self
+            .learned
+            .fields
+            .entry(name.to_string())
+            .or_insert(SetId::EMPTY);
+        *entry = strings.union(&[*entry, s]);
+    }
+
     fn note_return(&mut self, e: &'ast Expr, mut events: Vec<usize>) {
+        let s = self.value_strings(e);
+        if s != SetId::EMPTY {
+            let strings = &self.cx.strings;
+            let entry = self
+                .learned
+                .returned
+                .entry(self.fn_name.clone())
+                .or_insert(SetId::EMPTY);
+            *entry = strings.union(&[*entry, s]);
+        }
         if self.returns.is_some() {
             return;
         }
@@ -309,6 +366,9 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             Expr::Struct(s) => {
                 for f in &s.fields {
                     self.expr(&f.expr, Use::Value);
+                    if let syn::Member::Named(n) = &f.member {
+                        self.learn_field(&n.to_string(), &f.expr);
+                    }
                 }
                 if let Some(r) = &s.rest {
                     self.expr(r, Use::Value);
