@@ -35,6 +35,20 @@ impl<E: std::fmt::Display> From<E> for Failure {
     }
 }
 
+/// The program: arguments from the environment, parsed, run. With
+/// `cargo_subcommand`, the `lockaudit` cargo passes first is dropped.
+pub fn main(cargo_subcommand: bool) -> ExitStatus {
+    use clap::Parser;
+    let args = match crate::cli::normalize(std::env::args_os().collect(), cargo_subcommand) {
+        Ok(a) => a,
+        Err(msg) => {
+            eprintln!("error: {msg}");
+            return ExitStatus::Error;
+        }
+    };
+    run(Cli::parse_from(args))
+}
+
 pub fn run(cli: Cli) -> ExitStatus {
     let result = match cli.command {
         None => check(&cli.check),

@@ -21,5 +21,6 @@ pub mod pack;
 pub mod prefilter;
 pub mod report;
 pub mod source;
+pub mod suggest;
 pub mod walk;
 pub mod yamlloc;
