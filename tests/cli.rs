@@ -245,9 +245,12 @@ fn normalise_sarif(text: &str) -> String {
 
 #[test]
 fn snapshots_of_every_format_on_the_mixed_project() {
-    let dir = project("mixed");
+    // A copy outside any repository: machine paths are relative to the
+    // repository root, which here is the project itself.
+    let tmp = copy_project("mixed");
+    let dir = tmp.path();
     for format in FORMATS {
-        let run = lockaudit(&dir, &["--format", format, "--color", "never"]);
+        let run = lockaudit(dir, &["--format", format, "--color", "never"]);
         assert_eq!(run.code, 1, "{format}: {run:?}");
         assert_eq!(run.stderr, "", "{format}");
         let text = if format == "sarif" {
@@ -301,7 +304,8 @@ fn table_has_a_fixed_width_when_not_a_terminal() {
 
 #[test]
 fn github_annotations_are_one_workflow_command_per_unsuppressed_finding() {
-    let run = lockaudit(&project("mixed"), &["--format", "github"]);
+    let tmp = copy_project("mixed");
+    let run = lockaudit(tmp.path(), &["--format", "github"]);
     let lines: Vec<&str> = run.stdout.lines().collect();
     assert_eq!(lines.len(), 5, "{}", run.stdout);
     for l in lines {
@@ -553,8 +557,9 @@ fn sarif_uses_absolute_uris_for_files_outside_the_current_directory() {
 
 #[test]
 fn suppressed_findings_stay_in_json_and_sarif() {
-    let dir = project("mixed");
-    let report = json(&lockaudit(&dir, &["--format", "json"]).stdout);
+    let tmp = copy_project("mixed");
+    let dir = tmp.path();
+    let report = json(&lockaudit(dir, &["--format", "json"]).stdout);
     let suppressed: Vec<(String, u64, String)> = report["findings"]
         .as_array()
         .unwrap()
@@ -577,7 +582,7 @@ fn suppressed_findings_stay_in_json_and_sarif() {
         ]
     );
 
-    let log = json(&lockaudit(&dir, &["--format", "sarif"]).stdout);
+    let log = json(&lockaudit(dir, &["--format", "sarif"]).stdout);
     let results = log["runs"][0]["results"].as_array().unwrap();
     assert_eq!(results.len(), 8, "suppressed results are kept");
     let mut justifications = Vec::new();
@@ -622,7 +627,7 @@ fn suppressed_findings_stay_in_json_and_sarif() {
 
     // The text formats hide suppressed findings, count them, and point out
     // the suppression that gives no reason.
-    let human = lockaudit(&dir, &["--color", "never"]).stdout;
+    let human = lockaudit(dir, &["--color", "never"]).stdout;
     assert!(human
         .contains("note: src/jobs/mod.rs:21:9: `unowned-release` is suppressed without a reason"));
     assert!(!human.contains("importer sets the TTL"));

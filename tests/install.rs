@@ -59,12 +59,34 @@ fn run_action(dir: &Path, envs: &[(&str, &str)]) -> (i32, String, String) {
     )
 }
 
+/// A copy of a fixture project outside any repository, so that paths in
+/// the annotations are from the project's own root.
+#[cfg(unix)]
+fn copy_project(name: &str) -> tempfile::TempDir {
+    fn copy(from: &Path, to: &Path) {
+        fs::create_dir_all(to).unwrap();
+        for entry in fs::read_dir(from).unwrap() {
+            let entry = entry.unwrap();
+            let target = to.join(entry.file_name());
+            if entry.file_type().unwrap().is_dir() {
+                copy(&entry.path(), &target);
+            } else {
+                fs::copy(entry.path(), &target).unwrap();
+            }
+        }
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    copy(&root().join("fixtures/projects").join(name), tmp.path());
+    tmp
+}
+
 #[cfg(unix)]
 #[test]
 fn the_action_script_reports_findings_through_its_exit_code_output() {
-    let fixtures = root().join("fixtures/projects");
+    let unannotated = copy_project("unannotated");
+    let annotated = copy_project("annotated");
     let (code, stdout, outputs) = run_action(
-        &fixtures.join("unannotated"),
+        unannotated.path(),
         &[("INPUT_PATHS", "src"), ("INPUT_SARIF", "true")],
     );
     assert_eq!(code, 0, "the script itself succeeds:\n{stdout}");
@@ -74,10 +96,13 @@ fn the_action_script_reports_findings_through_its_exit_code_output() {
         "{stdout}"
     );
     assert!(outputs.contains("sarif-file="), "{outputs}");
-    assert!(outputs.contains("\"ruleId\": \"missing-purpose\""), "{outputs}");
+    assert!(
+        outputs.contains("\"ruleId\": \"missing-purpose\""),
+        "{outputs}"
+    );
 
     let (code, stdout, outputs) = run_action(
-        &fixtures.join("annotated"),
+        annotated.path(),
         &[("INPUT_PATHS", "."), ("INPUT_SARIF", "false")],
     );
     assert_eq!(code, 0, "{stdout}");
@@ -86,10 +111,7 @@ fn the_action_script_reports_findings_through_its_exit_code_output() {
 
     // A bad argument is exit 2, which the action's last step turns into a
     // failed job like any other non-zero code.
-    let (_, _, outputs) = run_action(
-        &fixtures.join("annotated"),
-        &[("INPUT_ARGS", "--fail-on sometimes")],
-    );
+    let (_, _, outputs) = run_action(annotated.path(), &[("INPUT_ARGS", "--fail-on sometimes")]);
     assert!(outputs.contains("exit-code=2\n"), "{outputs}");
 }
 
@@ -172,7 +194,9 @@ fn release_assets_binstall_and_the_action_agree_on_names() {
     let action = read("scripts/action.sh");
     // The tag is `v{version}`, so these three spell the same file name.
     assert!(release.contains("name=\"lockaudit-${GITHUB_REF_NAME}-${{ matrix.target }}\""));
-    assert!(cargo.contains("/releases/download/v{ version }/{ name }-v{ version }-{ target }{ archive-suffix }"));
+    assert!(cargo.contains(
+        "/releases/download/v{ version }/{ name }-v{ version }-{ target }{ archive-suffix }"
+    ));
     assert!(action.contains("name=\"lockaudit-v$VERSION-$t\""));
     assert!(action.contains("releases/download/v$VERSION/$name.$ext"));
     for target in [

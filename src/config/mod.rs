@@ -1,7 +1,7 @@
-//! Settings: the config file (`lockaudit.yaml` or `.lockaudit.yaml`, found
-//! from the first path upward to the repository root, or `--config`),
-//! validated into the values the engine uses. Every problem in the file is
-//! reported together with its line and column.
+//! Settings: the config file (`lockaudit.yaml` or `.lockaudit.yaml`, the
+//! nearest one in a file's directory or above it up to the repository root,
+//! or `--config`), validated into the values the engine uses. Every problem
+//! in the file is reported together with its line and column.
 
 mod raw;
 
@@ -71,23 +71,55 @@ impl Settings {
 /// directory that holds `.git`, or to the filesystem root outside a repo.
 pub fn discover(start: &Path) -> Option<PathBuf> {
     let start = std::fs::canonicalize(start).ok()?;
-    let mut dir = if start.is_file() {
+    let dir = if start.is_file() {
         start.parent()?.to_path_buf()
     } else {
         start
     };
-    loop {
-        for name in CONFIG_NAMES {
-            let candidate = dir.join(name);
-            if candidate.is_file() {
-                return Some(candidate);
-            }
+    Discovery::default().config_for_dir(&dir)
+}
+
+/// The config file in `dir` itself, if any (`lockaudit.yaml` first).
+fn config_in(dir: &Path) -> Option<PathBuf> {
+    CONFIG_NAMES
+        .iter()
+        .map(|name| dir.join(name))
+        .find(|candidate| candidate.is_file())
+}
+
+/// Which config governs each directory: the nearest `lockaudit.yaml` or
+/// `.lockaudit.yaml` in it or above it, up to the directory holding `.git`
+/// (or the filesystem root outside a repository). Answers are remembered
+/// per directory, so a walk asks the filesystem once per directory.
+#[derive(Debug, Default)]
+pub struct Discovery {
+    by_dir: std::collections::HashMap<PathBuf, Option<PathBuf>>,
+}
+
+impl Discovery {
+    /// The config governing `dir`, an absolute, canonical directory.
+    pub fn config_for_dir(&mut self, dir: &Path) -> Option<PathBuf> {
+        if let Some(known) = self.by_dir.get(dir) {
+            return known.clone();
         }
-        if dir.join(".git").exists() {
-            return None;
-        }
-        dir = dir.parent()?.to_path_buf();
+        let found = match config_in(dir) {
+            Some(c) => Some(c),
+            None if dir.join(".git").exists() => None,
+            None => match dir.parent() {
+                Some(parent) => self.config_for_dir(parent),
+                None => None,
+            },
+        };
+        self.by_dir.insert(dir.to_path_buf(), found.clone());
+        found
     }
+}
+
+/// Loads a config that discovery found (rather than one named with
+/// `--config`): the single place every discovered config is read, so rules
+/// that apply to discovered configs only can be added around it.
+pub fn load_discovered(path: &Path, shown: &str) -> Result<Settings, YamlErrors> {
+    load(path, shown)
 }
 
 pub fn load(path: &Path, shown: &str) -> Result<Settings, YamlErrors> {

@@ -7,6 +7,7 @@ mod json;
 pub mod sarif;
 mod short;
 mod table;
+pub use github::step_summary as github_step_summary;
 pub use table::table as table_for;
 
 use std::collections::{BTreeMap, HashMap};
@@ -80,6 +81,9 @@ pub struct Options<'a> {
     pub quiet: bool,
     /// Whether stdout is a terminal (table layout).
     pub tty: bool,
+    /// The lines each file changed since the base revision (`--format
+    /// github` annotates findings on them first); paths from the root.
+    pub changed: Option<&'a HashMap<String, Vec<(usize, usize)>>>,
 }
 
 pub fn render(format: Format, findings: &[Finding], summary: &Summary, opts: &Options) -> String {
@@ -89,7 +93,7 @@ pub fn render(format: Format, findings: &[Finding], summary: &Summary, opts: &Op
         Format::Table => table::render(findings, summary, opts),
         Format::Json => json::render(findings, summary),
         Format::Sarif => sarif::render(findings, summary),
-        Format::Github => github::render(findings),
+        Format::Github => github::render(findings, opts.changed),
     }
 }
 
