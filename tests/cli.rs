@@ -80,8 +80,12 @@ fn unannotated_set_nx_px_exits_1_with_a_diagnostic_on_the_call() {
     let run = lockaudit(&project("unannotated"), &["--color", "never"]);
     assert_eq!(run.code, 1, "{run:?}");
     // The diagnostic names the check, the place, and underlines the call.
-    assert!(run.stdout.contains("missing-purpose"), "{}", run.stdout);
-    assert!(run.stdout.contains("[src/lib.rs:2:33]"), "{}", run.stdout);
+    assert!(
+        run.stdout.starts_with("error[missing-purpose]: "),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("--> src/lib.rs:2:33"), "{}", run.stdout);
     assert!(
         run.stdout.contains("`SET … NX PX` takes a redis lock here"),
         "{}",
@@ -95,14 +99,14 @@ fn unannotated_set_nx_px_exits_1_with_a_diagnostic_on_the_call() {
 fn annotated_set_nx_px_exits_0() {
     let run = lockaudit(&project("annotated"), &["--color", "never"]);
     assert_eq!(run.code, 0, "{run:?}");
-    assert_eq!(run.stdout, "no findings in 1 file\n");
+    assert_eq!(run.stdout, "no findings; 1 file audited\n");
 }
 
 #[test]
 fn in_process_mutexes_exit_0() {
     let run = lockaudit(&project("in-process"), &["check", "."]);
     assert_eq!(run.code, 0, "{run:?}");
-    assert_eq!(run.stdout, "no findings in 1 file\n");
+    assert_eq!(run.stdout, "no findings; 1 file audited\n");
 }
 
 #[test]
@@ -211,7 +215,7 @@ fn fail_on_levels() {
         // The report itself does not depend on --fail-on.
         assert!(run
             .stdout
-            .ends_with("5 findings (5 errors) in 6 files; 3 suppressed\n"));
+            .ends_with("5 findings (5 errors) in 3 files; 6 files audited; 3 suppressed\n"));
     }
 }
 
@@ -262,6 +266,55 @@ fn snapshots_of_every_format_on_the_mixed_project() {
     }
 }
 
+/// Human output at a given terminal width (`COLUMNS`).
+fn human_at(dir: &Path, columns: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_lockaudit"))
+        .args(["--color", "never"])
+        .current_dir(dir)
+        .env_remove("NO_COLOR")
+        .env("COLUMNS", columns)
+        .output()
+        .expect("the lockaudit binary runs");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// rustc-style headings, the finding's own place before related ones,
+/// prose wrapped to the width without splitting inline code. Covers #15.
+#[test]
+fn human_output_wraps_to_80_and_120_columns() {
+    let tmp = copy_project("mixed");
+    for columns in ["80", "120"] {
+        let text = human_at(tmp.path(), columns);
+        let width: usize = columns.parse().unwrap();
+        for line in text.lines() {
+            // Source lines and unbreakable code spans may be longer; prose
+            // is not.
+            let is_source = line
+                .split_once(" | ")
+                .is_some_and(|(n, _)| n.trim().parse::<usize>().is_ok());
+            if !is_source
+                && !line.contains("`set_options(")
+                && !line.contains("`if redis.call(")
+                && !line.starts_with("note: ")
+            {
+                assert!(line.chars().count() <= width, "{columns}: {line:?}");
+            }
+            assert_eq!(
+                line.matches('`').count() % 2,
+                0,
+                "code split at {columns}: {line:?}"
+            );
+        }
+        insta::assert_snapshot!(format!("mixed_human_{columns}"), text);
+    }
+    let text = human_at(tmp.path(), "120");
+    assert!(text.starts_with("error[parse-error]: "), "{text}");
+    let release = text.find("error[unowned-release]").unwrap();
+    let own = text[release..].find("--> src/jobs/mod.rs:10:9").unwrap();
+    let related = text[release..].find("::: src/jobs/mod.rs:5:25").unwrap();
+    assert!(own < related, "{text}");
+}
+
 #[test]
 fn short_is_one_line_per_finding_then_the_summary() {
     let run = lockaudit(&project("mixed"), &["--format", "short"]);
@@ -282,7 +335,10 @@ fn short_is_one_line_per_finding_then_the_summary() {
 fn table_has_a_fixed_width_when_not_a_terminal() {
     let run = lockaudit(&project("mixed"), &["--format", "table"]);
     let (tables, summary) = run.stdout.trim_end().rsplit_once('\n').unwrap();
-    assert_eq!(summary, "5 findings (5 errors) in 6 files; 3 suppressed");
+    assert_eq!(
+        summary,
+        "5 findings (5 errors) in 3 files; 6 files audited; 3 suppressed"
+    );
     let end = tables.find('┘').expect("two tables") + '┘'.len_utf8();
     let (findings, counts) = tables.split_at(end);
     // The findings table is laid out at 100 columns, every line alike.
@@ -744,7 +800,7 @@ fn baseline_survives_moved_lines_fails_on_new_findings_and_reports_stale_entries
     assert_eq!(run.code, 0, "{run:?}");
     assert!(
         run.stdout
-            .ends_with("\nno findings in 6 files; 3 suppressed, 5 in the baseline\n"),
+            .ends_with("\nno findings; 6 files audited; 3 suppressed, 5 in the baseline\n"),
         "{}",
         run.stdout
     );
@@ -780,7 +836,7 @@ fn baseline_survives_moved_lines_fails_on_new_findings_and_reports_stale_entries
     assert_eq!(
         run.stdout,
         "src/report.rs:47:33: error[missing-purpose]: lock acquisition of `\"report:yearly:lock\"` has no `lock-purpose:` annotation\n\
-         1 finding (1 error) in 6 files; 3 suppressed, 5 in the baseline\n"
+         1 finding (1 error) in 1 file; 6 files audited; 3 suppressed, 5 in the baseline\n"
     );
 
     // A fixed finding leaves a stale baseline entry, counted and named.
@@ -807,7 +863,7 @@ fn baseline_survives_moved_lines_fails_on_new_findings_and_reports_stale_entries
         run.stdout
     );
     assert!(run.stdout.ends_with(
-        "1 finding (1 error) in 6 files; 3 suppressed, 4 in the baseline, 1 stale baseline entry\n"
+        "1 finding (1 error) in 1 file; 6 files audited; 3 suppressed, 4 in the baseline, 1 stale baseline entry\n"
     ));
     let short = lockaudit(
         dir,
@@ -892,7 +948,7 @@ fn new_since_reports_only_findings_absent_at_the_revision() {
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(
         run.stdout,
-        "no findings in 1 file; 1 already present at the base revision\n"
+        "no findings; 1 file audited; 1 already present at the base revision\n"
     );
 
     // Move the old finding, add a new one (uncommitted, in the work tree).
@@ -906,7 +962,7 @@ fn new_since_reports_only_findings_absent_at_the_revision() {
     assert_eq!(
         run.stdout,
         "src/jobs.rs:4:33: error[missing-purpose]: lock acquisition of `lock_key` has no `lock-purpose:` annotation\n\
-         1 finding (1 error) in 1 file; 1 already present at the base revision\n"
+         1 finding (1 error) in 1 file; 1 file audited; 1 already present at the base revision\n"
     );
 
     // The same from a subdirectory, where paths are relative to it.

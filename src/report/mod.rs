@@ -30,7 +30,11 @@ pub enum Format {
 /// Counts for the end of a report.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Summary {
+    /// Files audited.
     pub files: usize,
+    /// Files with at least one reported finding.
+    #[serde(skip)]
+    pub files_with_findings: usize,
     pub parsed: usize,
     /// Findings reported (not suppressed, not in the baseline).
     pub findings: usize,
@@ -58,17 +62,20 @@ impl Summary {
             parsed,
             ..Summary::default()
         };
+        let mut paths = std::collections::BTreeSet::new();
         for f in findings {
             if f.suppressed.is_some() {
                 s.suppressed += 1;
                 continue;
             }
+            paths.insert(f.path.as_str());
             s.findings += 1;
             *s.by_severity
                 .entry(f.severity.as_str().to_string())
                 .or_default() += 1;
             *s.by_check.entry(f.check.as_str().to_string()).or_default() += 1;
         }
+        s.files_with_findings = paths.len();
         s
     }
 }
@@ -97,7 +104,8 @@ pub fn render(format: Format, findings: &[Finding], summary: &Summary, opts: &Op
     }
 }
 
-/// The summary line of the text formats.
+/// The summary line of the text formats: "9 findings (7 errors, 2
+/// warnings) in 4 files; 82 files audited; …".
 pub(crate) fn summary_line(summary: &Summary) -> String {
     let mut s = if summary.findings == 0 {
         "no findings".to_string()
@@ -112,14 +120,16 @@ pub(crate) fn summary_line(summary: &Summary) -> String {
             })
             .collect();
         format!(
-            "{} finding{} ({})",
+            "{} finding{} ({}) in {} file{}",
             summary.findings,
             plural(summary.findings),
-            parts.join(", ")
+            parts.join(", "),
+            summary.files_with_findings,
+            plural(summary.files_with_findings)
         )
     };
     s.push_str(&format!(
-        " in {} file{}",
+        "; {} file{} audited",
         summary.files,
         plural(summary.files)
     ));
