@@ -54,7 +54,7 @@ pub fn run(cli: Cli) -> ExitStatus {
         None => check(&cli.check),
         Some(Command::Check(args)) => check(&args),
         Some(Command::Inventory(args)) => inventory(&args),
-        Some(Command::Rules(args)) => rules(args.format),
+        Some(Command::Rules(args)) => rules(&args),
         Some(Command::Explain(args)) => explain(&args.check),
         Some(Command::Init(args)) => init(args.force),
     };
@@ -465,6 +465,7 @@ fn fails(findings: &[Finding], fail_on: FailOn) -> bool {
 /// Writes `bytes` to `path` atomically: a temporary file in the same
 /// directory, then a rename. An interrupted run leaves the old file or none.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
+    let shown = path;
     let cannot = |e: std::io::Error| Failure(format!("{}: cannot write: {e}", path.display()));
     // A symbolic link is kept: its target is replaced.
     let resolved;
@@ -499,14 +500,26 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
     if let Some(p) = perms {
         builder.permissions(p);
     }
-    let mut tmp = builder
-        .tempfile_in(&dir)
-        .map_err(|e| Failure(format!("{}: cannot write: {e}", path.display())))?;
+    if !dir.is_dir() {
+        return Err(Failure(format!(
+            "{}: cannot write: the directory {} does not exist",
+            shown.display(),
+            dir.display()
+        )));
+    }
+    // Errors name the user's path, never the temporary file beside it.
+    let cannot = |e: std::io::Error| {
+        let e = e
+            .raw_os_error()
+            .map(std::io::Error::from_raw_os_error)
+            .unwrap_or_else(|| std::io::Error::from(e.kind()));
+        Failure(format!("{}: cannot write: {e}", shown.display()))
+    };
+    let mut tmp = builder.tempfile_in(&dir).map_err(cannot)?;
     tmp.write_all(bytes)
         .and_then(|_| tmp.as_file().sync_all())
-        .map_err(|e| Failure(format!("{}: cannot write: {e}", path.display())))?;
-    tmp.persist(path)
-        .map_err(|e| Failure(format!("{}: cannot write: {}", path.display(), e.error)))?;
+        .map_err(cannot)?;
+    tmp.persist(path).map_err(|e| cannot(e.error))?;
     Ok(())
 }
 
@@ -727,15 +740,39 @@ fn inventory(args: &InventoryArgs) -> Result<ExitStatus, Failure> {
     })
 }
 
-fn rules(format: ListFormat) -> Result<ExitStatus, Failure> {
-    let text = match format {
+/// `lockaudit rules`: every check with the severity it runs at here, the
+/// ones the config changes marked with their default.
+fn rules(args: &crate::cli::RulesArgs) -> Result<ExitStatus, Failure> {
+    let cwd = std::env::current_dir()?;
+    if let Some(p) = &args.config {
+        check_config_path(p)?;
+    }
+    let path = args.config.clone().or_else(|| config::discover(&cwd));
+    let settings = match &path {
+        Some(p) => config::load(p, &walk::display_path(p, &cwd)).map_err(|e| {
+            print_yaml_errors(&e);
+            Failure(String::new())
+        })?,
+        None => config::Settings::default(),
+    };
+    let shown_config = path
+        .as_deref()
+        .map(|p| walk::display_path(p, &cwd))
+        .unwrap_or_default();
+    let severity = |id: CheckId| settings.severity(id).map_or("off", |s| s.as_str());
+    let overridden = |id: CheckId| {
+        settings.checks.contains_key(&id) && settings.severity(id) != Some(id.default_severity())
+    };
+    let text = match args.format {
         ListFormat::Json => {
             let list: Vec<_> = CHECKS
                 .iter()
                 .map(|c| {
                     serde_json::json!({
                         "id": c.id.as_str(),
-                        "severity": c.severity.as_str(),
+                        "severity": severity(c.id),
+                        "default_severity": c.severity.as_str(),
+                        "overridden": overridden(c.id),
                         "summary": c.summary,
                     })
                 })
@@ -751,12 +788,28 @@ fn rules(format: ListFormat) -> Result<ExitStatus, Failure> {
                 .max()
                 .unwrap_or(0);
             let mut s = String::new();
+            let mut changed = Vec::new();
             for c in CHECKS {
+                let mut sev = severity(c.id).to_string();
+                if overridden(c.id) {
+                    sev.push('*');
+                    changed.push(format!(
+                        "{} (default {})",
+                        c.id.as_str(),
+                        c.severity.as_str()
+                    ));
+                }
                 s.push_str(&format!(
-                    "{:width$}  {:7}  {}\n",
+                    "{:width$}  {:8}  {}\n",
                     c.id.as_str(),
-                    c.severity.as_str(),
+                    sev,
                     c.summary
+                ));
+            }
+            if !changed.is_empty() {
+                s.push_str(&format!(
+                    "\n* set by {shown_config}: {}\n",
+                    changed.join(", ")
                 ));
             }
             s
@@ -769,8 +822,11 @@ fn rules(format: ListFormat) -> Result<ExitStatus, Failure> {
 fn explain(id: &str) -> Result<ExitStatus, Failure> {
     let Some(check) = CheckId::parse(id) else {
         let ids: BTreeSet<&str> = CHECKS.iter().map(|c| c.id.as_str()).collect();
+        let near = crate::suggest::closest(id, ids.iter().copied())
+            .map(|c| format!("did you mean `{c}`? "))
+            .unwrap_or_default();
         return Err(Failure(format!(
-            "unknown check `{id}`; the checks are: {}",
+            "unknown check `{id}`; {near}the checks are: {}",
             ids.into_iter().collect::<Vec<_>>().join(", ")
         )));
     };

@@ -31,7 +31,7 @@ pub enum Command {
     Check(CheckArgs),
     /// One row per lock: where, backend, key, purpose, expiry, token, release
     Inventory(InventoryArgs),
-    /// List the checks with id, default severity and summary
+    /// List the checks with id, severity (as the config sets it) and summary
     Rules(RulesArgs),
     /// Explain a check: why it matters, what an operator sees, bad and good code
     Explain(ExplainArgs),
@@ -142,6 +142,10 @@ pub enum ListFormat {
 pub struct RulesArgs {
     #[arg(long, value_enum, default_value_t = ListFormat::Text)]
     pub format: ListFormat,
+    /// Show the severities this config sets (default: the lockaudit.yaml
+    /// that governs the current directory)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }
 
 #[derive(Debug, Args, Clone)]

@@ -130,7 +130,7 @@ fn bad_config_exits_2_naming_file_line_and_column() {
     assert_eq!(run.stdout, "");
     for place in [
         "lockaudit.yaml:3:20",
-        "lockaudit.yaml:4:24",
+        "lockaudit.yaml:4:3", // under the unknown id, not its value
         "lockaudit.yaml:7:18",
     ] {
         assert!(run.stderr.contains(place), "{place} in:\n{}", run.stderr);

@@ -177,10 +177,10 @@ pub fn parse(shown: &str, text: &str, base: &Path) -> Result<Settings, YamlError
     }
     for (id, value) in &raw.checks {
         let Some(check) = CheckId::parse(id) else {
-            c.at(
+            c.at_key(
                 &["checks".into(), Seg::Key(id.clone())],
                 format!("unknown check id `{id}`"),
-                Some("`lockaudit rules` lists the check ids".into()),
+                Some(crate::checks::unknown_id_help(id)),
             );
             continue;
         };
@@ -193,7 +193,11 @@ pub fn parse(shown: &str, text: &str, base: &Path) -> Result<Settings, YamlError
                 c.at(
                     &["checks".into(), Seg::Key(id.clone())],
                     format!("`{other}` is not a severity"),
-                    Some("write `error`, `warning`, `note` or `off`".into()),
+                    Some(format!(
+                        "{}write `error`, `warning`, `note` or `off`",
+                        crate::suggest::hint(other, ["error", "warning", "note", "off"])
+                            .replace('?', "? ")
+                    )),
                 );
                 continue;
             }
@@ -237,7 +241,11 @@ pub fn parse(shown: &str, text: &str, base: &Path) -> Result<Settings, YamlError
                 c.at(
                     &["default-purpose".into()],
                     format!("`{other}` is not a purpose"),
-                    Some("write `none`, `efficiency` or `correctness`".into()),
+                    Some(format!(
+                        "{}write `none`, `efficiency` or `correctness`",
+                        crate::suggest::hint(other, ["none", "efficiency", "correctness"])
+                            .replace('?', "? ")
+                    )),
                 );
                 None
             }
@@ -299,9 +307,21 @@ fn recover_unknown_keys(c: &mut Collector, text: &str) -> Option<RawConfig> {
     }
     for name in unknown {
         let msg = format!("unknown key `{name}`");
+        let help = match crate::suggest::closest(&name, KEYS) {
+            Some(near) => format!("did you mean `{near}`? {HINT}"),
+            None => HINT.to_string(),
+        };
         match key_loc(text, &name) {
-            Some(loc) => c.at_loc(loc, msg, Some(HINT.to_string())),
-            None => c.at(&[Seg::Key(name.clone())], msg, Some(HINT.to_string())),
+            Some(loc) => {
+                let quoted = text[loc.offset..].starts_with(['"', '\'']);
+                c.at_span(
+                    loc.offset,
+                    name.len() + if quoted { 2 } else { 0 },
+                    msg,
+                    Some(help),
+                )
+            }
+            None => c.at_key(&[Seg::Key(name.clone())], msg, Some(help)),
         }
     }
     Some(raw)

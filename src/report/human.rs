@@ -387,7 +387,7 @@ mod tests {
     fn wrapping_fills_lines_up_to_the_width() {
         let lines = wrap("aaa bbb ccc ddd", 8, 0, 0);
         assert_eq!(lines, ["aaa bbb", "ccc ddd"]);
-        let lines = wrap("aaa bbb ccc", 8, 4, 2);
+        let lines = wrap("aaa bbb ccc", 9, 4, 2);
         assert_eq!(lines, ["aaa", "bbb ccc"]);
     }
 }
