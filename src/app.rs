@@ -715,7 +715,12 @@ fn inventory(args: &InventoryArgs) -> Result<ExitStatus, Failure> {
     }
     let text = match args.format {
         InventoryFormat::Json => {
-            let mut s = serde_json::to_string_pretty(&serde_json::json!({ "locks": audit.locks }))?;
+            // Machine output: paths from the repository root.
+            let mut locks = audit.locks.clone();
+            for l in &mut locks {
+                l.path = root_relative(&l.path, &prepared.root_prefix, &prepared.cwd);
+            }
+            let mut s = serde_json::to_string_pretty(&serde_json::json!({ "locks": locks }))?;
             s.push('\n');
             s
         }

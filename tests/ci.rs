@@ -499,3 +499,20 @@ fn vendored_and_generated_files_are_skipped_with_a_note_unless_asked() {
     let named = lockaudit(root, &["check", "--format", "short", "src/proto.rs"]);
     assert_eq!(named.code, 1, "{named:?}");
 }
+
+/// The README's first command: every config under `fixtures/` is
+/// discovered, and none of them stops the audit (the deliberately broken
+/// ones are stored under another name).
+#[test]
+fn the_quick_start_audit_of_the_fixtures_exits_1() {
+    let run = lockaudit(
+        Path::new(env!("CARGO_MANIFEST_DIR")),
+        &["check", "fixtures/", "--format", "short"],
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stdout.trim_end().ends_with("suppressed"),
+        "{}",
+        run.stdout
+    );
+}

@@ -67,6 +67,20 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// A copy of a fixture project whose config is broken on purpose. It is
+/// stored as `lockaudit.yaml.broken`, so that `lockaudit check fixtures/`
+/// (which discovers every config under it) is not stopped by it; the copy
+/// gets its real name back.
+fn broken_project(name: &str) -> tempfile::TempDir {
+    let tmp = copy_project(name);
+    fs::rename(
+        tmp.path().join("lockaudit.yaml.broken"),
+        tmp.path().join("lockaudit.yaml"),
+    )
+    .unwrap();
+    tmp
+}
+
 fn json(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}):\n{text}"))
 }
@@ -111,7 +125,8 @@ fn in_process_mutexes_exit_0() {
 
 #[test]
 fn broken_rule_pack_exits_2_naming_file_line_and_column() {
-    let run = lockaudit(&project("bad-pack"), &[]);
+    let tmp = broken_project("bad-pack");
+    let run = lockaudit(tmp.path(), &[]);
     assert_eq!(run.code, 2, "{run:?}");
     assert_eq!(run.stdout, "");
     assert!(
@@ -125,7 +140,8 @@ fn broken_rule_pack_exits_2_naming_file_line_and_column() {
 
 #[test]
 fn bad_config_exits_2_naming_file_line_and_column() {
-    let run = lockaudit(&project("bad-config"), &[]);
+    let tmp = broken_project("bad-config");
+    let run = lockaudit(tmp.path(), &[]);
     assert_eq!(run.code, 2, "{run:?}");
     assert_eq!(run.stdout, "");
     for place in [
