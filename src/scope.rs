@@ -28,6 +28,7 @@ pub struct Scopes {
     pub list: Vec<Scope>,
     by_config: HashMap<PathBuf, usize>,
     by_dir: HashMap<PathBuf, usize>,
+    by_written_dir: HashMap<PathBuf, usize>,
     discovery: Discovery,
     cwd: PathBuf,
     repo_prefix: String,
@@ -44,6 +45,7 @@ impl Scopes {
             list: Vec::new(),
             by_config: HashMap::new(),
             by_dir: HashMap::new(),
+            by_written_dir: HashMap::new(),
             discovery: Discovery::default(),
             cwd: cwd.to_path_buf(),
             repo_prefix: repo_prefix.to_string(),
@@ -82,7 +84,18 @@ impl Scopes {
         if self.fixed {
             return 0;
         }
+        // Asked once per file: the directory as written answers without a
+        // system call after its first file.
+        if let Some(&i) = self.by_written_dir.get(dir) {
+            return i;
+        }
         let abs = std::fs::canonicalize(self.cwd.join(dir)).unwrap_or_else(|_| self.cwd.join(dir));
+        let i = self.of_canonical_dir(abs);
+        self.by_written_dir.insert(dir.to_path_buf(), i);
+        i
+    }
+
+    fn of_canonical_dir(&mut self, abs: PathBuf) -> usize {
         if let Some(&i) = self.by_dir.get(&abs) {
             return i;
         }
@@ -110,6 +123,9 @@ impl Scopes {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
         };
+        if let Some(&i) = self.by_written_dir.get(&dir) {
+            return i;
+        }
         while !self.cwd.join(&dir).is_dir() {
             match dir.parent() {
                 Some(d) if !d.as_os_str().is_empty() => dir = d.to_path_buf(),
