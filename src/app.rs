@@ -119,6 +119,8 @@ pub struct Prepared {
     /// level, else the directory of the nearest config, else the current
     /// directory), with `/` separators: `services/api/`, or empty.
     pub root_prefix: String,
+    /// That root, absolute.
+    pub root: PathBuf,
     pub jobs: Option<usize>,
     pub prefilter: bool,
     pub include_vendored: bool,
@@ -200,6 +202,10 @@ pub fn prepare(paths: &[PathBuf], common: &CommonArgs) -> Result<Prepared, Failu
     }
     let named = paths.iter().filter(|p| p.is_file()).cloned().collect();
     let root_prefix = root_prefix(&cwd, &scopes);
+    let mut root = std::fs::canonicalize(&cwd).unwrap_or_else(|_| cwd.clone());
+    for _ in root_prefix.split('/').filter(|s| !s.is_empty()) {
+        root.pop();
+    }
     Ok(Prepared {
         scopes: std::sync::Mutex::new(scopes),
         files,
@@ -207,6 +213,7 @@ pub fn prepare(paths: &[PathBuf], common: &CommonArgs) -> Result<Prepared, Failu
         named,
         cwd,
         root_prefix,
+        root,
         jobs: common.jobs,
         prefilter: !common.no_prefilter,
         include_vendored: common.include_vendored,
@@ -678,6 +685,7 @@ fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
         quiet: args.quiet,
         tty,
         changed: changed.as_ref(),
+        root: Some(&prepared.root),
     };
     let text = report::render(args.format, &audit.findings, &summary, &opts);
     emit(args.output.as_deref(), &text)?;
@@ -733,6 +741,7 @@ fn inventory(args: &InventoryArgs) -> Result<ExitStatus, Failure> {
                 quiet: false,
                 tty,
                 changed: None,
+                root: None,
             };
             crate::inventory::table(&audit.locks, &opts)
         }

@@ -201,6 +201,20 @@ fn machine_paths_are_from_the_repository_root_when_run_in_a_subdirectory() {
         "services/api/src/lib.rs"
     );
     assert_eq!(location["artifactLocation"]["uriBaseId"], "%SRCROOT%");
+    // %SRCROOT% is the repository root, not the directory lockaudit ran in.
+    let srcroot = sarif["runs"][0]["originalUriBaseIds"]["%SRCROOT%"]["uri"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let root_abs = fs::canonicalize(root).unwrap();
+    assert!(
+        srcroot.ends_with(&format!(
+            "{}/",
+            root_abs.file_name().unwrap().to_string_lossy()
+        )),
+        "{srcroot}"
+    );
+    assert!(!srcroot.contains("services"), "{srcroot}");
     let report = json(&lockaudit(&api, &["check", "--format", "json", "src"]).stdout);
     assert_eq!(report["findings"][0]["path"], "services/api/src/lib.rs");
     // People's formats stay relative to where they stand.

@@ -91,6 +91,9 @@ pub struct Options<'a> {
     /// The lines each file changed since the base revision (`--format
     /// github` annotates findings on them first); paths from the root.
     pub changed: Option<&'a HashMap<String, Vec<(usize, usize)>>>,
+    /// The repository root, which machine-readable paths are relative to
+    /// (SARIF's `%SRCROOT%`).
+    pub root: Option<&'a std::path::Path>,
 }
 
 pub fn render(format: Format, findings: &[Finding], summary: &Summary, opts: &Options) -> String {
@@ -99,7 +102,7 @@ pub fn render(format: Format, findings: &[Finding], summary: &Summary, opts: &Op
         Format::Short => short::render(findings, summary, opts),
         Format::Table => table::render(findings, summary, opts),
         Format::Json => json::render(findings, summary),
-        Format::Sarif => sarif::render(findings, summary),
+        Format::Sarif => sarif::render(findings, summary, opts.root),
         Format::Github => github::render(findings, opts.changed),
     }
 }
