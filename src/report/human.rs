@@ -3,8 +3,9 @@
 //! its own location and snippet with the span underlined, then each related
 //! place in its own snippet, then `help` and notes. Prose wraps to the
 //! width (the terminal's, or `COLUMNS`, or 100) without ever splitting
-//! inline code; source lines are printed as they are. Colour only on a
-//! terminal or with `--color always`.
+//! inline code; a source line wider than that is cut around the span, with
+//! `...` where it was cut, as rustc does. Colour only on a terminal or with
+//! `--color always`.
 
 use super::{stale_lines, summary_line, Options, Summary};
 use crate::finding::{Finding, Label, Severity};
@@ -140,15 +141,58 @@ impl Snippet<'_> {
             .paint(BLUE, &format!("{} |", " ".repeat(self.gutter)))
     }
 
-    fn source_line(&self, n: usize) -> String {
+    /// Columns left for source text after the gutter.
+    fn avail(&self) -> usize {
+        self.width.saturating_sub(self.gutter + 3).max(20)
+    }
+
+    /// How many display columns of line `n` to cut on the left so that the
+    /// mark at `from` shows on a line wider than the width (rustc's way):
+    /// 0 when the line fits.
+    fn shift(&self, n: usize, from: usize) -> usize {
+        let text = clean(self.lines.get(n.wrapping_sub(1)).copied().unwrap_or(""));
+        let len = text.chars().count();
+        let avail = self.avail();
+        if len <= avail {
+            return 0;
+        }
+        from.saturating_sub(avail / 3).min(len - avail)
+    }
+
+    /// Source line `n`, shown from display column `shift`; `...` marks
+    /// where a line too wide for the width was cut.
+    fn source_line(&self, n: usize, shift: usize) -> String {
         let text = self.lines.get(n.wrapping_sub(1)).copied().unwrap_or("");
         let num = self.p.paint(BLUE, &format!("{n:>w$} |", w = self.gutter));
-        let text = clean(text);
+        let chars: Vec<char> = clean(text).chars().collect();
+        let avail = self.avail();
+        let text: String = if chars.len() <= avail {
+            chars.iter().collect()
+        } else {
+            let end = (shift + avail).min(chars.len());
+            let mut view: Vec<char> = chars[shift.min(end)..end].to_vec();
+            if shift > 0 {
+                view.splice(..3.min(view.len()), "...".chars());
+            }
+            if end < chars.len() {
+                let at = view.len().saturating_sub(3);
+                view.splice(at.., "...".chars());
+            }
+            view.into_iter().collect()
+        };
         if text.is_empty() {
             format!("{num}\n")
         } else {
             format!("{num} {text}\n")
         }
+    }
+
+    /// An underline for display columns `from..to` of a line shown from
+    /// `shift`, kept within the width.
+    fn mark_row(&self, shift: usize, from: usize, to: usize, mark: &Mark) -> String {
+        let from = from.saturating_sub(shift);
+        let to = to.saturating_sub(shift).min(self.avail()).max(from + 1);
+        self.underline(from, to - from, mark)
     }
 
     /// The underline row for `mark` on line `line` (from display column
@@ -196,16 +240,17 @@ impl Snippet<'_> {
         let (start, end) = (first.span.start, first.span.end);
         let line_text = |n: usize| self.lines.get(n.wrapping_sub(1)).copied().unwrap_or("");
         if end.line <= start.line {
-            out.push_str(&self.source_line(start.line));
+            let text = line_text(start.line);
+            let shift = self.shift(start.line, display_col(text, start.column));
+            out.push_str(&self.source_line(start.line, shift));
             for m in marks {
-                let text = line_text(m.span.start.line);
                 let from = display_col(text, m.span.start.column);
                 let to = if m.span.end.line > m.span.start.line {
                     display_col(text, text.chars().count() + 1)
                 } else {
                     display_col(text, m.span.end.column)
                 };
-                out.push_str(&self.underline(from, to.saturating_sub(from), m));
+                out.push_str(&self.mark_row(shift, from, to, m));
             }
             return out;
         }
@@ -214,10 +259,12 @@ impl Snippet<'_> {
         let text = line_text(start.line);
         let from = display_col(text, start.column);
         let to = display_col(text, text.chars().count() + 1);
-        out.push_str(&self.source_line(start.line));
-        out.push_str(&self.underline(
+        let shift = self.shift(start.line, from);
+        out.push_str(&self.source_line(start.line, shift));
+        out.push_str(&self.mark_row(
+            shift,
             from,
-            to.saturating_sub(from),
+            to,
             &Mark {
                 span: first.span,
                 text: None,
@@ -231,8 +278,9 @@ impl Snippet<'_> {
         let indent = text.chars().take_while(|c| c.is_whitespace()).count() + 1;
         let from = display_col(text, indent);
         let to = display_col(text, end.column.max(indent + 1));
-        out.push_str(&self.source_line(end.line));
-        out.push_str(&self.underline(from, to.saturating_sub(from), first));
+        let shift = self.shift(end.line, from);
+        out.push_str(&self.source_line(end.line, shift));
+        out.push_str(&self.mark_row(shift, from, to, first));
         out
     }
 }
