@@ -419,6 +419,47 @@ pub fn render(findings: &[Finding], summary: &Summary, opts: &Options) -> String
 #[cfg(test)]
 mod tests {
     use super::wrap;
+    use crate::checks::CheckId;
+    use crate::finding::Finding;
+    use crate::source::{Pos, Span};
+
+    #[test]
+    fn a_wide_source_line_is_cut_around_its_span() {
+        let line = format!("{}TARGET{}", "a".repeat(150), "b".repeat(100));
+        let pos = |column: usize| Pos {
+            line: 1,
+            column,
+            offset: column - 1,
+        };
+        let mut f = Finding::new(
+            CheckId::MissingPurpose,
+            Span {
+                start: pos(151),
+                end: pos(157),
+            },
+            "m",
+        );
+        f.path = "x.rs".into();
+        let sources = std::collections::HashMap::new();
+        let opts = super::super::Options {
+            color: false,
+            width: 60,
+            sources: &sources,
+            quiet: true,
+            tty: false,
+            changed: None,
+            root: None,
+        };
+        let out = super::render_one(&f, &line, &opts);
+        let rows: Vec<&str> = out.lines().collect();
+        let src = rows.iter().find(|l| l.starts_with("1 | ")).unwrap();
+        let marks = rows.iter().find(|l| l.contains('^')).unwrap();
+        assert!(src.chars().count() <= 60, "{src}");
+        assert!(src.starts_with("1 | ...") && src.ends_with("..."), "{src}");
+        let at = marks.find('^').unwrap();
+        assert_eq!(&src[at..at + 6], "TARGET", "{out}");
+        assert_eq!(marks.matches('^').count(), 6);
+    }
 
     #[test]
     fn wrapping_never_splits_inline_code() {
