@@ -131,7 +131,22 @@ impl<'a> Collector<'a> {
             (Some(s), None) => Some(s),
             (None, h) => h,
         };
-        self.at_loc(loc, message, help);
+        // An unknown field is marked under the key alone.
+        let field = message
+            .split_once("unknown field `")
+            .and_then(|(_, rest)| rest.split_once('`'))
+            .map(|(name, _)| name);
+        match field {
+            Some(name)
+                if self
+                    .text
+                    .get(loc.offset..)
+                    .is_some_and(|t| t.starts_with(name)) =>
+            {
+                self.at_span(loc.offset, name.len(), message, help)
+            }
+            _ => self.at_loc(loc, message, help),
+        }
     }
 
     pub fn finish(self, what: &'static str) -> Result<(), YamlErrors> {
