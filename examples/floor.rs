@@ -136,10 +136,15 @@ fn main() {
 
 /// Every `.rs` file under `paths`, found by lockaudit's own walker.
 fn walk(paths: &[PathBuf]) -> Vec<PathBuf> {
-    let none = lockaudit::walk::Excludes::new(&[]).expect("no excludes");
+    let opts = lockaudit::walk::WalkOptions {
+        excludes: lockaudit::walk::Excludes::new(&[]).expect("no excludes"),
+        config_excluded: std::sync::Arc::new(|_: &std::path::Path, _: bool| false),
+        force_exclude: false,
+        // As `lockaudit check` walks by default.
+        include_vendored: false,
+    };
     let (mut notes, mut errors) = (Vec::new(), Vec::new());
-    lockaudit::walk::collect(paths, &none, false, &mut notes, &mut errors)
-        .expect("the corpus paths exist")
+    lockaudit::walk::collect(paths, &opts, &mut notes, &mut errors).expect("the corpus paths exist")
 }
 
 /// One file's costs in `floor worst`.

@@ -35,9 +35,9 @@ if [ ! -d "$CORPUS" ]; then
 fi
 command -v /usr/bin/time >/dev/null || { echo "needs /usr/bin/time (Debian package: time)" >&2; exit 2; }
 
-cargo build --release --quiet --bin lockaudit --example floor
-BIN=target/release/lockaudit
-FLOOR=target/release/examples/floor
+cargo build --profile profiling --quiet --bin lockaudit --example floor
+BIN=target/profiling/lockaudit
+FLOOR=target/profiling/examples/floor
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 

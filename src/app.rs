@@ -13,16 +13,16 @@ use crate::checks::{CheckId, CHECKS};
 use crate::cli::{
     CheckArgs, Cli, Color, Command, CommonArgs, FailOn, InventoryArgs, InventoryFormat, ListFormat,
 };
-use crate::config::{self, Settings};
+use crate::config;
 use crate::diag::YamlErrors;
 use crate::engine::{Engine, FileOutcome};
 use crate::exit::ExitStatus;
 use crate::finding::{Finding, Severity};
 use crate::inventory::LockRow;
 use crate::model::resolve::CrateResolver;
-use crate::pack::PackSet;
 use crate::prefilter::Prefilter;
-use crate::report::{self, Summary};
+use crate::report::{self, Format, Summary};
+use crate::scope::Scopes;
 use crate::walk::{self, Excludes};
 
 /// A failure that stops the run with exit code 2.
@@ -35,12 +35,26 @@ impl<E: std::fmt::Display> From<E> for Failure {
     }
 }
 
+/// The program: arguments from the environment, parsed, run. With
+/// `cargo_subcommand`, the `lockaudit` cargo passes first is dropped.
+pub fn main(cargo_subcommand: bool) -> ExitStatus {
+    use clap::Parser;
+    let args = match crate::cli::normalize(std::env::args_os().collect(), cargo_subcommand) {
+        Ok(a) => a,
+        Err(msg) => {
+            eprintln!("error: {msg}");
+            return ExitStatus::Error;
+        }
+    };
+    run(Cli::parse_from(args))
+}
+
 pub fn run(cli: Cli) -> ExitStatus {
     let result = match cli.command {
         None => check(&cli.check),
         Some(Command::Check(args)) => check(&args),
         Some(Command::Inventory(args)) => inventory(&args),
-        Some(Command::Rules(args)) => rules(args.format),
+        Some(Command::Rules(args)) => rules(&args),
         Some(Command::Explain(args)) => explain(&args.check),
         Some(Command::Init(args)) => init(args.force),
         Some(Command::Annotate(args)) => crate::commands::annotate::run(&args),
@@ -95,14 +109,43 @@ pub fn render_diagnostic(d: &dyn Diagnostic, color: bool) -> String {
 
 /// Everything a run needs before it reads files.
 pub struct Prepared {
-    pub settings: Settings,
-    pub packs: PackSet,
+    /// The configs of the run and the files each governs.
+    pub scopes: std::sync::Mutex<Scopes>,
     pub files: Vec<PathBuf>,
+    /// Per file (same order as `files`): its scope.
+    pub file_scope: Vec<usize>,
+    /// Files named on the command line: audited even when generated.
+    pub named: BTreeSet<PathBuf>,
     pub cwd: PathBuf,
+    /// Where the current directory sits in the repository root (the git top
+    /// level, else the directory of the nearest config, else the current
+    /// directory), with `/` separators: `services/api/`, or empty.
+    pub root_prefix: String,
+    /// That root, absolute.
+    pub root: PathBuf,
     pub jobs: Option<usize>,
     pub prefilter: bool,
+    pub include_vendored: bool,
     /// Directories the walk could not read.
     pub walk_errors: Vec<String>,
+}
+
+/// Says what is wrong with a `--config` path that is not a readable file.
+fn check_config_path(p: &Path) -> Result<(), Failure> {
+    let shown = p.display();
+    match std::fs::metadata(p) {
+        Ok(m) if m.is_file() => Ok(()),
+        Ok(m) if m.is_dir() => Err(Failure(format!(
+            "--config {shown}: is a directory; name the config file in it (`{shown}/lockaudit.yaml`)"
+        ))),
+        Ok(_) => Err(Failure(format!(
+            "--config {shown}: not a regular file (a device, FIFO or socket); name a lockaudit.yaml"
+        ))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Failure(format!(
+            "--config {shown}: no such file (`lockaudit init` writes a starter lockaudit.yaml)"
+        ))),
+        Err(e) => Err(Failure(format!("--config {shown}: cannot read: {e}"))),
+    }
 }
 
 pub fn prepare(paths: &[PathBuf], common: &CommonArgs) -> Result<Prepared, Failure> {
@@ -120,59 +163,68 @@ pub fn prepare(paths: &[PathBuf], common: &CommonArgs) -> Result<Prepared, Failu
             Err(e) => return Err(Failure(format!("{}: cannot read: {e}", p.display()))),
         }
     }
-    let config_path = match &common.config {
-        Some(p) => {
-            if !p.is_file() {
-                return Err(Failure(format!("{}: config file not found", p.display())));
-            }
-            Some(p.clone())
+    if let Some(p) = &common.config {
+        check_config_path(p)?;
+    }
+    let scopes = Scopes::new(common.config.as_deref(), &cwd, &repo_prefix(&cwd));
+    let scopes = std::sync::Arc::new(std::sync::Mutex::new(scopes));
+    let stop_on_errors = |scopes: &Scopes| -> Result<(), Failure> {
+        if scopes.errors.is_empty() {
+            return Ok(());
         }
-        None => config::discover(
-            paths
-                .first()
-                .map(PathBuf::as_path)
-                .unwrap_or(Path::new(".")),
-        ),
-    };
-    let mut settings = match &config_path {
-        Some(p) => config::load(p, &walk::display_path(p, &cwd)).map_err(|e| {
-            print_yaml_errors(&e);
-            Failure(String::new())
-        })?,
-        None => Settings::default(),
-    };
-    settings.repo_prefix = repo_prefix(&cwd);
-    let packs = PackSet::load(&settings.rules, &cwd).map_err(|errs| {
-        for e in &errs {
+        for e in &scopes.errors {
             print_yaml_errors(e);
         }
-        Failure(String::new())
-    })?;
-    let excludes = Excludes::new(&[
-        (settings.base.as_path(), settings.exclude.as_slice()),
-        (cwd.as_path(), common.exclude.as_slice()),
-    ])?;
+        Err(Failure(String::new()))
+    };
+    stop_on_errors(&lock(&scopes))?;
+    let opts = walk::WalkOptions {
+        excludes: Excludes::new(&[(cwd.as_path(), common.exclude.as_slice())])?,
+        config_excluded: {
+            let scopes = scopes.clone();
+            std::sync::Arc::new(move |path: &Path, is_dir: bool| {
+                lock(&scopes).excluded(path, is_dir)
+            })
+        },
+        force_exclude: common.force_exclude,
+        include_vendored: common.include_vendored,
+    };
     let mut notes = Vec::new();
     let mut walk_errors = Vec::new();
-    let files = walk::collect(
-        paths,
-        &excludes,
-        common.force_exclude,
-        &mut notes,
-        &mut walk_errors,
-    )?;
+    let files = walk::collect(paths, &opts, &mut notes, &mut walk_errors)?;
+    drop(opts);
+    let mut scopes = std::sync::Arc::try_unwrap(scopes)
+        .map_err(|_| Failure("internal error: the walk kept the configs".into()))?
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner());
+    let file_scope: Vec<usize> = files.iter().map(|f| scopes.of_path(f)).collect();
+    stop_on_errors(&scopes)?;
     for n in notes {
         eprintln!("note: {n}");
     }
+    let named = paths.iter().filter(|p| p.is_file()).cloned().collect();
+    let root_prefix = root_prefix(&cwd, &scopes);
+    let mut root = std::fs::canonicalize(&cwd).unwrap_or_else(|_| cwd.clone());
+    for _ in root_prefix.split('/').filter(|s| !s.is_empty()) {
+        root.pop();
+    }
     Ok(Prepared {
-        settings,
-        packs,
+        scopes: std::sync::Mutex::new(scopes),
         files,
+        file_scope,
+        named,
         cwd,
+        root_prefix,
+        root,
         jobs: common.jobs,
         prefilter: !common.no_prefilter,
+        include_vendored: common.include_vendored,
         walk_errors,
     })
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Where `cwd` sits inside its repository (the nearest ancestor holding
@@ -186,6 +238,53 @@ fn repo_prefix(cwd: &Path) -> String {
         .unwrap_or_default()
 }
 
+/// Where `cwd` sits under the root that machine-readable paths are relative
+/// to: the git top level, else the directory of the nearest config (the
+/// `--config` file's, or the one discovered from `cwd`), else `cwd` itself.
+fn root_prefix(cwd: &Path, scopes: &Scopes) -> String {
+    let in_repo = repo_prefix(cwd);
+    let abs = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+    if abs.ancestors().any(|d| d.join(".git").exists()) {
+        return in_repo;
+    }
+    let config_dir = scopes.list[0]
+        .settings
+        .path
+        .clone()
+        .or_else(|| config::discover(&abs))
+        .and_then(|c| std::fs::canonicalize(c).ok())
+        .and_then(|c| c.parent().map(Path::to_path_buf));
+    config_dir
+        .and_then(|dir| abs.strip_prefix(&dir).ok().map(Path::to_path_buf))
+        .map(|rel| rel.to_string_lossy().replace('\\', "/"))
+        .unwrap_or_default()
+}
+
+/// A path as machine-readable output names it: relative to the repository
+/// root (`root_prefix` + the path relative to the current directory), or
+/// absolute when the file lies outside that root.
+pub fn root_relative(shown: &str, root_prefix: &str, cwd: &Path) -> String {
+    if Path::new(shown).is_absolute() || root_prefix.is_empty() && !shown.starts_with("../") {
+        return shown.to_string();
+    }
+    let mut parts: Vec<&str> = root_prefix.split('/').filter(|s| !s.is_empty()).collect();
+    for seg in shown.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                if parts.pop().is_none() {
+                    // Above the root: an absolute path says where it is.
+                    let abs =
+                        std::fs::canonicalize(cwd.join(shown)).unwrap_or_else(|_| cwd.join(shown));
+                    return abs.to_string_lossy().replace('\\', "/");
+                }
+            }
+            s => parts.push(s),
+        }
+    }
+    parts.join("/")
+}
+
 /// The outcome of auditing every file.
 pub struct Audit {
     pub findings: Vec<Finding>,
@@ -195,25 +294,63 @@ pub struct Audit {
     pub parsed: usize,
     pub internal_error: bool,
     pub unreadable: Vec<String>,
+    /// Every audited file, by its path from the repository root.
+    pub audited: Vec<String>,
+}
+
+/// Why a walked file was not audited.
+enum Skip {
+    /// It says it is generated (`@generated`).
+    Generated,
+    /// Deleted between the walk and the read.
+    Removed,
+    Unreadable(String),
 }
 
 /// One file's outcome and its text (kept only when it has findings), or why
-/// it could not be read (`true`: it no longer exists).
-type FileResult = Result<(FileOutcome, Option<String>), (bool, String)>;
+/// it was not audited.
+type FileResult = Result<(FileOutcome, Option<String>), Skip>;
+
+/// Whether a file says it is generated: `@generated` in a comment among its
+/// first five lines (the convention of rustfmt, prost, bindgen and others).
+fn generated(bytes: &[u8]) -> bool {
+    let head = &bytes[..bytes.len().min(2048)];
+    String::from_utf8_lossy(head).lines().take(5).any(|l| {
+        let l = l.trim_start();
+        (l.starts_with("//") || l.starts_with("/*") || l.starts_with('*') || l.starts_with("#!["))
+            && l.contains("@generated")
+    })
+}
 
 /// Reads and audits every file, in parallel; results sorted.
 pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
-    let prefilter = p
-        .prefilter
-        .then(|| Prefilter::new(&p.packs, &p.settings.lock_name));
-    let resolver = CrateResolver::new(&p.packs, &p.settings.lock_name, p.cwd.clone());
-    let engine = Engine {
-        packs: &p.packs,
-        settings: &p.settings,
-        prefilter: prefilter.as_ref(),
-        only: None,
-        resolver: Some(&resolver),
-    };
+    let scopes = lock(&p.scopes);
+    let prefilters: Vec<Option<Prefilter>> = scopes
+        .list
+        .iter()
+        .map(|s| {
+            p.prefilter
+                .then(|| Prefilter::new(&s.packs, &s.settings.lock_name))
+        })
+        .collect();
+    let resolvers: Vec<CrateResolver> = scopes
+        .list
+        .iter()
+        .map(|s| CrateResolver::new(&s.packs, &s.settings.lock_name, p.cwd.clone()))
+        .collect();
+    let engines: Vec<Engine> = scopes
+        .list
+        .iter()
+        .zip(&prefilters)
+        .zip(&resolvers)
+        .map(|((s, pre), resolver)| Engine {
+            packs: &s.packs,
+            settings: &s.settings,
+            prefilter: pre.as_ref(),
+            only: None,
+            resolver: Some(resolver),
+        })
+        .collect();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(p.jobs.unwrap_or(0))
         .stack_size(64 * 1024 * 1024)
@@ -222,16 +359,23 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
     let results: Vec<(String, FileResult)> = pool.install(|| {
         p.files
             .par_iter()
-            .map(|path| {
+            .zip(p.file_scope.par_iter())
+            .map(|(path, &scope)| {
                 let shown = walk::display_path(path, &p.cwd);
                 let r = match std::fs::read(path) {
+                    Ok(bytes)
+                        if !p.include_vendored && !p.named.contains(path) && generated(&bytes) =>
+                    {
+                        Err(Skip::Generated)
+                    }
                     Ok(bytes) => {
-                        let out = engine.check_bytes(&shown, &bytes, inventory);
+                        let out = engines[scope].check_bytes(&shown, &bytes, inventory);
                         let text = (!out.findings.is_empty())
                             .then(|| String::from_utf8_lossy(&bytes).into_owned());
                         Ok((out, text))
                     }
-                    Err(e) => Err((e.kind() == std::io::ErrorKind::NotFound, e.to_string())),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Skip::Removed),
+                    Err(e) => Err(Skip::Unreadable(e.to_string())),
                 };
                 (shown, r)
             })
@@ -245,11 +389,16 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
         parsed: 0,
         internal_error: false,
         unreadable: p.walk_errors.clone(),
+        audited: Vec::new(),
     };
+    let mut generated_files = Vec::new();
     for (shown, r) in results {
         match r {
             Ok((out, text)) => {
                 audit.files += 1;
+                audit
+                    .audited
+                    .push(root_relative(&shown, &p.root_prefix, &p.cwd));
                 audit.parsed += usize::from(out.parsed);
                 audit.internal_error |= out.internal_error;
                 audit.findings.extend(out.findings);
@@ -259,10 +408,22 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
                     audit.sources.insert(shown, t);
                 }
             }
+            Err(Skip::Generated) => generated_files.push(shown),
             // Deleted between the walk and the read: nothing to audit.
-            Err((true, _)) => eprintln!("note: {shown}: removed during the run, skipped"),
-            Err((false, e)) => audit.unreadable.push(format!("{shown}: {e}")),
+            Err(Skip::Removed) => eprintln!("note: {shown}: removed during the run, skipped"),
+            Err(Skip::Unreadable(e)) => audit.unreadable.push(format!("{shown}: {e}")),
         }
+    }
+    if !generated_files.is_empty() {
+        let n = generated_files.len();
+        eprintln!(
+            "note: skipped {n} generated file{} (`@generated` in {} header: {}{}): `--include-vendored` audits {}",
+            report::plural(n),
+            if n == 1 { "its" } else { "their" },
+            generated_files.iter().take(3).cloned().collect::<Vec<_>>().join(", "),
+            if n > 3 { ", …" } else { "" },
+            if n == 1 { "it" } else { "them" },
+        );
     }
     audit
         .findings
@@ -279,12 +440,23 @@ fn use_color(c: Color, stream_is_tty: bool) -> bool {
     }
 }
 
+/// The width of the terminal on stdout: `COLUMNS` when set, else what the
+/// terminal says, else 100.
 fn terminal_width() -> usize {
+    let actual = terminal_size::terminal_size_of(std::io::stdout())
+        .map(|(w, _)| usize::from(w.0))
+        .filter(|w| *w >= 40)
+        .unwrap_or(100);
+    columns_or(actual)
+}
+
+/// `COLUMNS` when it is set to a usable width, else `default`.
+fn columns_or(default: usize) -> usize {
     std::env::var("COLUMNS")
         .ok()
-        .and_then(|c| c.parse().ok())
-        .filter(|w: &usize| *w >= 40)
-        .unwrap_or(100)
+        .and_then(|c| c.trim().parse().ok())
+        .filter(|w: &usize| (40..=1000).contains(w))
+        .unwrap_or(default)
 }
 
 fn fails(findings: &[Finding], fail_on: FailOn) -> bool {
@@ -302,6 +474,7 @@ fn fails(findings: &[Finding], fail_on: FailOn) -> bool {
 /// Writes `bytes` to `path` atomically: a temporary file in the same
 /// directory, then a rename. An interrupted run leaves the old file or none.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
+    let shown = path;
     let cannot = |e: std::io::Error| Failure(format!("{}: cannot write: {e}", path.display()));
     // A symbolic link is kept: its target is replaced.
     let resolved;
@@ -336,14 +509,26 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
     if let Some(p) = perms {
         builder.permissions(p);
     }
-    let mut tmp = builder
-        .tempfile_in(&dir)
-        .map_err(|e| Failure(format!("{}: cannot write: {e}", path.display())))?;
+    if !dir.is_dir() {
+        return Err(Failure(format!(
+            "{}: cannot write: the directory {} does not exist",
+            shown.display(),
+            dir.display()
+        )));
+    }
+    // Errors name the user's path, never the temporary file beside it.
+    let cannot = |e: std::io::Error| {
+        let e = e
+            .raw_os_error()
+            .map(std::io::Error::from_raw_os_error)
+            .unwrap_or_else(|| std::io::Error::from(e.kind()));
+        Failure(format!("{}: cannot write: {e}", shown.display()))
+    };
+    let mut tmp = builder.tempfile_in(&dir).map_err(cannot)?;
     tmp.write_all(bytes)
         .and_then(|_| tmp.as_file().sync_all())
-        .map_err(|e| Failure(format!("{}: cannot write: {e}", path.display())))?;
-    tmp.persist(path)
-        .map_err(|e| Failure(format!("{}: cannot write: {}", path.display(), e.error)))?;
+        .map_err(cannot)?;
+    tmp.persist(path).map_err(|e| cannot(e.error))?;
     Ok(())
 }
 
@@ -374,6 +559,12 @@ fn emit(output: Option<&Path>, text: &str) -> Result<(), Failure> {
     }
 }
 
+fn read_baseline(path: &Path) -> Result<Baseline, Failure> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure(format!("{}: cannot read baseline: {e}", path.display())))?;
+    Baseline::parse(&text).map_err(|e| Failure(format!("{}: {e}", path.display())))
+}
+
 fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
     let prepared = prepare(&args.paths, &args.common)?;
     let mut audit = audit(&prepared, false)?;
@@ -383,8 +574,19 @@ fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
     for u in &audit.unreadable {
         eprintln!("error: {u}");
     }
+    let tool_error = audit.internal_error || !audit.unreadable.is_empty();
+    let to_root = |path: &str| root_relative(path, &prepared.root_prefix, &prepared.cwd);
+    // Baselines name files from the repository root, like machine output.
+    let rooted = |findings: &[Finding]| -> Vec<Finding> {
+        let mut v = findings.to_vec();
+        for f in &mut v {
+            f.path = to_root(&f.path);
+        }
+        v
+    };
+    let audited: BTreeSet<&str> = audit.audited.iter().map(String::as_str).collect();
     if let Some(path) = &args.write_baseline {
-        let b = Baseline::from_findings(&audit.findings);
+        let b = Baseline::from_findings(&rooted(&audit.findings));
         write_atomic(path, b.to_json().as_bytes())?;
         if !args.quiet {
             eprintln!(
@@ -394,7 +596,31 @@ fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
                 path.display()
             );
         }
-        return Ok(if audit.internal_error || !audit.unreadable.is_empty() {
+        return Ok(if tool_error {
+            ExitStatus::Error
+        } else {
+            ExitStatus::Clean
+        });
+    }
+    if let Some(path) = &args.update_baseline {
+        let b = read_baseline(path)?;
+        let before = b.len();
+        let (pruned, dropped) = b.prune(&rooted(&audit.findings), &|p| audited.contains(p));
+        write_atomic(path, pruned.to_json().as_bytes())?;
+        if !args.quiet {
+            eprintln!(
+                "{}: dropped {} entr{} that no longer occur{}, kept {} of {before}",
+                path.display(),
+                dropped.len(),
+                if dropped.len() == 1 { "y" } else { "ies" },
+                if dropped.len() == 1 { "s" } else { "" },
+                pruned.len(),
+            );
+            for e in &dropped {
+                eprintln!("  dropped: {} in {} ({})", e.check, e.path, e.message);
+            }
+        }
+        return Ok(if tool_error {
             ExitStatus::Error
         } else {
             ExitStatus::Clean
@@ -403,13 +629,16 @@ fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
     let mut baselined = 0;
     let mut stale = Vec::new();
     if let Some(path) = &args.baseline {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Failure(format!("{}: cannot read baseline: {e}", path.display())))?;
-        let b = Baseline::parse(&text).map_err(|e| Failure(format!("{}: {e}", path.display())))?;
+        let b = read_baseline(path)?;
         let (kept, matched, unmatched) = b.filter(std::mem::take(&mut audit.findings));
         audit.findings = kept;
         baselined = matched;
-        stale = unmatched;
+        // An entry for a file this run did not audit is not stale: it was
+        // not looked at.
+        stale = unmatched
+            .into_iter()
+            .filter(|e| audited.contains(e.path.as_str()))
+            .collect();
     }
     let mut preexisting = 0;
     if let Some(rev) = &args.new_since {
@@ -431,17 +660,57 @@ fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
             .tool_errors
             .push("internal error while auditing a file (see its parse-error finding)".into());
     }
+    let machine = matches!(args.format, Format::Json | Format::Sarif | Format::Github);
+    if machine {
+        audit.findings = rooted(&audit.findings);
+    }
+    // The lines a pull request changed, so its annotations come first.
+    let changed = match (args.format, &args.new_since) {
+        (Format::Github, Some(rev)) => crate::gitref::changed_lines(rev, &prepared.cwd),
+        (Format::Github, None) => std::env::var("GITHUB_BASE_REF")
+            .ok()
+            .filter(|b| !b.is_empty())
+            .and_then(|b| {
+                crate::gitref::changed_lines(&format!("origin/{b}"), &prepared.cwd)
+                    .or_else(|| crate::gitref::changed_lines(&b, &prepared.cwd))
+            }),
+        _ => None,
+    };
     let tty = args.output.is_none() && std::io::stdout().is_terminal();
     let opts = report::Options {
-        color: args.output.is_none() && use_color(args.color, tty),
-        width: if tty { terminal_width() } else { 100 },
+        color: use_color(args.color, tty),
+        // Not a terminal: `COLUMNS` or 100 for diagnostics; tables keep a
+        // fixed width, so logs do not depend on who ran them.
+        width: match (tty, args.format) {
+            (true, _) => terminal_width(),
+            (false, Format::Human) => columns_or(100),
+            (false, _) => 100,
+        },
         sources: &audit.sources,
         quiet: args.quiet,
         tty,
+        changed: changed.as_ref(),
+        root: Some(&prepared.root),
     };
     let text = report::render(args.format, &audit.findings, &summary, &opts);
     emit(args.output.as_deref(), &text)?;
-    if audit.internal_error || !audit.unreadable.is_empty() {
+    if args.format == Format::Github {
+        if let Some(file) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|f| !f.is_empty()) {
+            let md = report::github_step_summary(&audit.findings, &summary);
+            let appended = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&file)
+                .and_then(|mut f| f.write_all(md.as_bytes()));
+            if let Err(e) = appended {
+                eprintln!(
+                    "warning: cannot write the step summary to {}: {e}",
+                    Path::new(&file).display()
+                );
+            }
+        }
+    }
+    if tool_error {
         return Ok(ExitStatus::Error);
     }
     Ok(if fails(&audit.findings, args.fail_on) {
@@ -485,7 +754,12 @@ fn inventory(args: &InventoryArgs) -> Result<ExitStatus, Failure> {
     }
     let text = match args.format {
         InventoryFormat::Json => {
-            let mut s = serde_json::to_string_pretty(&serde_json::json!({ "locks": audit.locks }))?;
+            // Machine output: paths from the repository root.
+            let mut locks = audit.locks.clone();
+            for l in &mut locks {
+                l.path = root_relative(&l.path, &prepared.root_prefix, &prepared.cwd);
+            }
+            let mut s = serde_json::to_string_pretty(&serde_json::json!({ "locks": locks }))?;
             s.push('\n');
             s
         }
@@ -497,6 +771,8 @@ fn inventory(args: &InventoryArgs) -> Result<ExitStatus, Failure> {
                 sources: &audit.sources,
                 quiet: false,
                 tty,
+                changed: None,
+                root: None,
             };
             crate::inventory::table(&audit.locks, &opts)
         }
@@ -509,15 +785,39 @@ fn inventory(args: &InventoryArgs) -> Result<ExitStatus, Failure> {
     })
 }
 
-fn rules(format: ListFormat) -> Result<ExitStatus, Failure> {
-    let text = match format {
+/// `lockaudit rules`: every check with the severity it runs at here, the
+/// ones the config changes marked with their default.
+fn rules(args: &crate::cli::RulesArgs) -> Result<ExitStatus, Failure> {
+    let cwd = std::env::current_dir()?;
+    if let Some(p) = &args.config {
+        check_config_path(p)?;
+    }
+    let path = args.config.clone().or_else(|| config::discover(&cwd));
+    let settings = match &path {
+        Some(p) => config::load(p, &walk::display_path(p, &cwd)).map_err(|e| {
+            print_yaml_errors(&e);
+            Failure(String::new())
+        })?,
+        None => config::Settings::default(),
+    };
+    let shown_config = path
+        .as_deref()
+        .map(|p| walk::display_path(p, &cwd))
+        .unwrap_or_default();
+    let severity = |id: CheckId| settings.severity(id).map_or("off", |s| s.as_str());
+    let overridden = |id: CheckId| {
+        settings.checks.contains_key(&id) && settings.severity(id) != Some(id.default_severity())
+    };
+    let text = match args.format {
         ListFormat::Json => {
             let list: Vec<_> = CHECKS
                 .iter()
                 .map(|c| {
                     serde_json::json!({
                         "id": c.id.as_str(),
-                        "severity": c.severity.as_str(),
+                        "severity": severity(c.id),
+                        "default_severity": c.severity.as_str(),
+                        "overridden": overridden(c.id),
                         "summary": c.summary,
                     })
                 })
@@ -533,12 +833,28 @@ fn rules(format: ListFormat) -> Result<ExitStatus, Failure> {
                 .max()
                 .unwrap_or(0);
             let mut s = String::new();
+            let mut changed = Vec::new();
             for c in CHECKS {
+                let mut sev = severity(c.id).to_string();
+                if overridden(c.id) {
+                    sev.push('*');
+                    changed.push(format!(
+                        "{} (default {})",
+                        c.id.as_str(),
+                        c.severity.as_str()
+                    ));
+                }
                 s.push_str(&format!(
-                    "{:width$}  {:7}  {}\n",
+                    "{:width$}  {:8}  {}\n",
                     c.id.as_str(),
-                    c.severity.as_str(),
+                    sev,
                     c.summary
+                ));
+            }
+            if !changed.is_empty() {
+                s.push_str(&format!(
+                    "\n* set by {shown_config}: {}\n",
+                    changed.join(", ")
                 ));
             }
             s
@@ -551,8 +867,11 @@ fn rules(format: ListFormat) -> Result<ExitStatus, Failure> {
 fn explain(id: &str) -> Result<ExitStatus, Failure> {
     let Some(check) = CheckId::parse(id) else {
         let ids: BTreeSet<&str> = CHECKS.iter().map(|c| c.id.as_str()).collect();
+        let near = crate::suggest::closest(id, ids.iter().copied())
+            .map(|c| format!("did you mean `{c}`? "))
+            .unwrap_or_default();
         return Err(Failure(format!(
-            "unknown check `{id}`; the checks are: {}",
+            "unknown check `{id}`; {near}the checks are: {}",
             ids.into_iter().collect::<Vec<_>>().join(", ")
         )));
     };

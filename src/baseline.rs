@@ -72,6 +72,40 @@ impl Baseline {
         Ok(b)
     }
 
+    /// The baseline without the entries that no longer occur: an entry is
+    /// dropped when its file was audited (`audited(path)`) and no finding
+    /// matches it; entries for files not audited are kept, never judged.
+    /// Nothing is added. Returns the pruned baseline and the dropped entries.
+    pub fn prune(
+        &self,
+        findings: &[Finding],
+        audited: &dyn Fn(&str) -> bool,
+    ) -> (Baseline, Vec<Entry>) {
+        let mut present: HashMap<&str, usize> = HashMap::new();
+        for f in findings.iter().filter(|f| f.suppressed.is_none()) {
+            *present.entry(f.fingerprint.as_str()).or_default() += 1;
+        }
+        let mut kept = Vec::new();
+        let mut dropped = Vec::new();
+        for e in &self.findings {
+            match present.get_mut(e.fingerprint.as_str()) {
+                Some(n) if *n > 0 => {
+                    *n -= 1;
+                    kept.push(e.clone());
+                }
+                _ if !audited(&e.path) => kept.push(e.clone()),
+                _ => dropped.push(e.clone()),
+            }
+        }
+        (
+            Baseline {
+                version: self.version,
+                findings: kept,
+            },
+            dropped,
+        )
+    }
+
     /// Splits findings into those not in the baseline (kept) and the rest.
     /// Returns (kept, how many matched, the baseline entries that match no
     /// finding any more). Each entry matches at most one finding, so a

@@ -1,7 +1,8 @@
 //! The command line (clap derive). `check` is the default command:
 //! `lockaudit src/` is `lockaudit check src/`.
 
-use std::path::PathBuf;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -30,7 +31,7 @@ pub enum Command {
     Check(CheckArgs),
     /// One row per lock: where, backend, key, purpose, expiry, token, release
     Inventory(InventoryArgs),
-    /// List the checks with id, default severity and summary
+    /// List the checks with id, severity (as the config sets it) and summary
     Rules(RulesArgs),
     /// Explain a check: why it matters, what an operator sees, bad and good code
     Explain(ExplainArgs),
@@ -71,6 +72,9 @@ pub struct CommonArgs {
     /// Worker threads (default: all cores)
     #[arg(long, short = 'j', value_name = "N")]
     pub jobs: Option<usize>,
+    /// Audit `vendor/`, `third_party/` and generated (`@generated`) files too
+    #[arg(long)]
+    pub include_vendored: bool,
     /// Parse every file, even those that cannot mention a lock API (for testing the pre-filter)
     #[arg(long, hide = true)]
     pub no_prefilter: bool,
@@ -96,6 +100,9 @@ pub struct CheckArgs {
     /// Record today's findings in FILE and exit 0
     #[arg(long, value_name = "FILE")]
     pub write_baseline: Option<PathBuf>,
+    /// Drop the entries of baseline FILE that no longer occur (never adds any) and exit
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["baseline", "write_baseline"])]
+    pub update_baseline: Option<PathBuf>,
     /// Report only findings that are not present at git REF
     #[arg(long, value_name = "REF")]
     pub new_since: Option<String>,
@@ -142,6 +149,10 @@ pub enum ListFormat {
 pub struct RulesArgs {
     #[arg(long, value_enum, default_value_t = ListFormat::Text)]
     pub format: ListFormat,
+    /// Show the severities this config sets (default: the lockaudit.yaml
+    /// that governs the current directory)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -193,4 +204,39 @@ pub struct LspArgs {
     /// Config file for every document (default: the nearest lockaudit.yaml above each file)
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+}
+
+/// The subcommands, for "did you mean" (clap's own list, plus `help`).
+pub fn subcommand_names() -> Vec<String> {
+    use clap::CommandFactory;
+    let mut names: Vec<String> = Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect();
+    names.push("help".into());
+    names
+}
+
+/// The arguments as clap should see them. `cargo lockaudit check` runs
+/// `cargo-lockaudit lockaudit check`, so that first `lockaudit` is dropped
+/// when `cargo_subcommand` is set. A first argument that is neither a
+/// subcommand nor an existing path, but close to a subcommand's name
+/// (`chek`), is an error with a suggestion rather than a path to audit.
+pub fn normalize(mut args: Vec<OsString>, cargo_subcommand: bool) -> Result<Vec<OsString>, String> {
+    if cargo_subcommand && args.get(1).is_some_and(|a| a == "lockaudit") {
+        args.remove(1);
+    }
+    if let Some(first) = args.get(1).and_then(|a| a.to_str()) {
+        let names = subcommand_names();
+        let is_name = names.iter().any(|n| n == first);
+        if !first.starts_with('-') && !is_name && !Path::new(first).exists() {
+            if let Some(s) = crate::suggest::closest(first, names.iter().map(String::as_str)) {
+                return Err(format!(
+                    "unrecognized subcommand `{first}`: did you mean `{s}`? (no file or \
+                     directory `{first}` exists either; `lockaudit --help` lists the subcommands)"
+                ));
+            }
+        }
+    }
+    Ok(args)
 }

@@ -1,8 +1,16 @@
 //! `--new-since REF`: the fingerprints of the findings present at a git
 //! revision, computed from the revision's tree read straight out of git
-//! (`git ls-tree` + `git cat-file --batch`), without touching the work tree.
+//! (`git ls-tree` + `git cat-file --batch`), without touching the work tree;
+//! files renamed since (git's rename detection, `git diff -M`) are judged
+//! under their new names, so a rename brings no new findings. Also the lines
+//! a change touched, which `--format github` annotates first.
+//!
+//! git runs only read-only commands (`rev-parse`, `ls-tree`, `cat-file`,
+//! `diff --cached` between a revision and the index), with no pager, no
+//! external diff or textconv driver and no fsmonitor hook: nothing the
+//! audited tree or its config names is executed.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -14,10 +22,35 @@ use crate::engine::Engine;
 use crate::prefilter::Prefilter;
 use crate::walk;
 
+/// `git` with everything that could run a program from a config or the
+/// tree turned off.
+fn git_command(cwd: &Path) -> Command {
+    let mut c = Command::new("git");
+    c.current_dir(cwd)
+        .args([
+            "--no-pager",
+            "-c",
+            "core.fsmonitor=false",
+            "-c",
+            "core.quotePath=false",
+            "-c",
+            "diff.noprefix=false",
+            "-c",
+            "diff.mnemonicPrefix=false",
+        ])
+        .env("GIT_PAGER", "cat")
+        .env("PAGER", "cat")
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env_remove("GIT_EXTERNAL_DIFF")
+        .env_remove("GIT_DIFF_OPTS")
+        .stdin(Stdio::null());
+    c
+}
+
 fn git(args: &[&str], cwd: &Path) -> Result<String, Failure> {
-    let out = Command::new("git")
+    let out = git_command(cwd)
         .args(args)
-        .current_dir(cwd)
         .output()
         .map_err(|e| Failure(format!("--new-since needs git: {e}")))?;
     if !out.status.success() {
@@ -30,15 +63,10 @@ fn git(args: &[&str], cwd: &Path) -> Result<String, Failure> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// Fingerprints of every (unsuppressed) finding at `rev`, for the files
-/// under `paths`, as seen from the current directory.
-pub fn fingerprints_at(
-    rev: &str,
-    paths: &[PathBuf],
-    p: &Prepared,
-) -> Result<HashSet<String>, Failure> {
-    let cwd = &p.cwd;
-    git(
+/// Checks that `rev` names a commit here; in a shallow clone that lacks
+/// it, the error says how to fetch the history.
+fn verify(rev: &str, cwd: &Path) -> Result<(), Failure> {
+    if git(
         &[
             "rev-parse",
             "--verify",
@@ -47,11 +75,119 @@ pub fn fingerprints_at(
         ],
         cwd,
     )
-    .map_err(|_| Failure(format!("--new-since: `{rev}` is not a git revision here")))?;
+    .is_ok()
+    {
+        return Ok(());
+    }
+    let shallow = git(&["rev-parse", "--is-shallow-repository"], cwd)
+        .map(|s| s.trim() == "true")
+        .unwrap_or(false);
+    if shallow {
+        return Err(Failure(format!(
+            "--new-since: `{rev}` is not in this clone, which is shallow (it holds only the \
+             latest commits): fetch the history, with `fetch-depth: 0` in actions/checkout, \
+             or `git fetch --deepen=<n>` (or `git fetch --unshallow`) before running lockaudit"
+        )));
+    }
+    Err(Failure(format!(
+        "--new-since: `{rev}` is not a git revision here"
+    )))
+}
+
+/// Files renamed between `rev` and the index: old path → new path, both
+/// from the repository root.
+fn renames(rev: &str, cwd: &Path) -> HashMap<String, String> {
+    let Ok(out) = git(
+        &[
+            "diff",
+            "--cached",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--no-color",
+            "-M",
+            "--name-status",
+            "-z",
+            rev,
+            "--",
+        ],
+        cwd,
+    ) else {
+        return HashMap::new();
+    };
+    let mut map = HashMap::new();
+    let mut fields = out.split('\0');
+    while let Some(status) = fields.next() {
+        if status.starts_with('R') {
+            if let (Some(old), Some(new)) = (fields.next(), fields.next()) {
+                map.insert(old.to_string(), new.to_string());
+            }
+        } else if status.starts_with('C') {
+            fields.next();
+            fields.next();
+        } else if !status.is_empty() {
+            fields.next();
+        }
+    }
+    map
+}
+
+/// The lines of each file (by its path from the repository root) that
+/// differ from `rev`, as inclusive ranges; `None` when `rev` is not a
+/// revision here.
+pub fn changed_lines(rev: &str, cwd: &Path) -> Option<HashMap<String, Vec<(usize, usize)>>> {
+    verify(rev, cwd).ok()?;
+    let out = git(
+        &[
+            "diff",
+            "--cached",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--no-color",
+            "-M",
+            "-U0",
+            rev,
+            "--",
+        ],
+        cwd,
+    )
+    .ok()?;
+    let mut map: HashMap<String, Vec<(usize, usize)>> = HashMap::new();
+    let mut current: Option<String> = None;
+    for line in out.lines() {
+        if let Some(path) = line.strip_prefix("+++ ") {
+            current = path.strip_prefix("b/").map(str::to_string);
+        } else if let (Some(hunk), Some(path)) = (line.strip_prefix("@@ "), &current) {
+            // `@@ -a,b +c,d @@`: d lines from c on the new side.
+            let Some(new) = hunk.split(' ').find_map(|w| w.strip_prefix('+')) else {
+                continue;
+            };
+            let mut nums = new.split(',');
+            let start: usize = nums.next().and_then(|n| n.parse().ok()).unwrap_or(0);
+            let count: usize = nums.next().and_then(|n| n.parse().ok()).unwrap_or(1);
+            if count > 0 {
+                map.entry(path.clone())
+                    .or_default()
+                    .push((start, start + count - 1));
+            }
+        }
+    }
+    Some(map)
+}
+
+/// Fingerprints of every (unsuppressed) finding at `rev`, for the files
+/// under `paths`, as seen from the current directory.
+pub fn fingerprints_at(
+    rev: &str,
+    paths: &[PathBuf],
+    p: &Prepared,
+) -> Result<HashSet<String>, Failure> {
+    let cwd = &p.cwd;
+    verify(rev, cwd)?;
     let prefix = git(&["rev-parse", "--show-prefix"], cwd)?
         .trim()
         .to_string();
     let listing = git(&["ls-tree", "-r", "-z", "--full-tree", rev], cwd)?;
+    let renamed = renames(rev, cwd);
     // Paths asked for, as display paths relative to the current directory.
     let wanted: Vec<String> = paths
         .iter()
@@ -65,6 +201,9 @@ pub fn fingerprints_at(
         };
         let mut parts = meta.split_whitespace();
         let (_mode, kind, sha) = (parts.next(), parts.next(), parts.next());
+        // A renamed file is judged under its name now, so its findings keep
+        // their fingerprints.
+        let path = renamed.get(path).map(String::as_str).unwrap_or(path);
         if kind != Some("blob") || !path.ends_with(".rs") {
             continue;
         }
@@ -79,21 +218,37 @@ pub fn fingerprints_at(
         }
     }
     let contents = cat_blobs(&blobs, cwd)?;
-    let prefilter = p
-        .prefilter
-        .then(|| Prefilter::new(&p.packs, &p.settings.lock_name));
-    let engine = Engine {
-        packs: &p.packs,
-        settings: &p.settings,
-        prefilter: prefilter.as_ref(),
-        only: None,
-        resolver: None,
-    };
+    let mut scopes = p.scopes.lock().unwrap_or_else(|e| e.into_inner());
+    let blob_scope: Vec<usize> = blobs
+        .iter()
+        .map(|(rel, _)| scopes.of_path(Path::new(rel)))
+        .collect();
+    let prefilters: Vec<Option<Prefilter>> = scopes
+        .list
+        .iter()
+        .map(|s| {
+            p.prefilter
+                .then(|| Prefilter::new(&s.packs, &s.settings.lock_name))
+        })
+        .collect();
+    let engines: Vec<Engine> = scopes
+        .list
+        .iter()
+        .zip(&prefilters)
+        .map(|(s, pre)| Engine {
+            packs: &s.packs,
+            settings: &s.settings,
+            prefilter: pre.as_ref(),
+            only: None,
+            resolver: None,
+        })
+        .collect();
     let sets: Vec<Vec<String>> = blobs
         .par_iter()
         .zip(contents.par_iter())
-        .map(|((path, _), bytes)| {
-            engine
+        .zip(blob_scope.par_iter())
+        .map(|(((path, _), bytes), &scope)| {
+            engines[scope]
                 .check_bytes(path, bytes, false)
                 .findings
                 .into_iter()
@@ -106,9 +261,8 @@ pub fn fingerprints_at(
 }
 
 fn cat_blobs(blobs: &[(String, String)], cwd: &Path) -> Result<Vec<Vec<u8>>, Failure> {
-    let mut child = Command::new("git")
+    let mut child = git_command(cwd)
         .args(["cat-file", "--batch"])
-        .current_dir(cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()?;

@@ -22,6 +22,8 @@ pub mod model;
 pub mod pack;
 pub mod prefilter;
 pub mod report;
+pub mod scope;
 pub mod source;
+pub mod suggest;
 pub mod walk;
 pub mod yamlloc;

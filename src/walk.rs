@@ -4,6 +4,7 @@
 //! line is audited even if ignored.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use ignore::overrides::{Override, OverrideBuilder};
 use ignore::WalkBuilder;
@@ -44,7 +45,7 @@ impl Excludes {
         Ok(Excludes { sets })
     }
 
-    fn excluded(&self, path: &Path, is_dir: bool) -> bool {
+    pub fn excluded(&self, path: &Path, is_dir: bool) -> bool {
         if self.sets.is_empty() {
             return false;
         }
@@ -55,15 +56,34 @@ impl Excludes {
     }
 }
 
+/// Whether the config that governs a path excludes it (`is_dir`: the path
+/// is a directory).
+pub type ConfigExcluded = Arc<dyn Fn(&Path, bool) -> bool + Send + Sync>;
+
+/// Directories of other people's code, skipped unless asked for.
+pub const VENDORED_DIRS: [&str; 2] = ["vendor", "third_party"];
+
+/// How to walk.
+pub struct WalkOptions {
+    pub excludes: Excludes,
+    pub config_excluded: ConfigExcluded,
+    pub force_exclude: bool,
+    /// Enter `vendor/` and `third_party/` directories too.
+    pub include_vendored: bool,
+}
+
 /// Every `.rs` file under `paths`, sorted, each once. Notes about skipped
 /// entries go to `notes`, entries that could not be read to `errors`.
 pub fn collect(
     paths: &[PathBuf],
-    excludes: &Excludes,
-    force_exclude: bool,
+    opts: &WalkOptions,
     notes: &mut Vec<String>,
     errors: &mut Vec<String>,
 ) -> Result<Vec<PathBuf>, WalkError> {
+    let excludes = &opts.excludes;
+    let force_exclude = opts.force_exclude;
+    let config_excluded = |p: &Path, dir: bool| (opts.config_excluded)(p, dir);
+    let vendored: Arc<Mutex<Vec<String>>> = Arc::default();
     let mut out = Vec::new();
     for p in paths {
         let meta = std::fs::metadata(p).map_err(|_| WalkError::Missing(p.display().to_string()))?;
@@ -71,8 +91,12 @@ pub fn collect(
             // A file named on the command line is audited even if excluded,
             // unless `--force-exclude` says otherwise (pre-commit passes
             // every staged file by name).
-            if !(force_exclude && (excludes.excluded(p, false) || ancestors_excluded(p, excludes)))
-            {
+            let excluded = excludes.excluded(p, false)
+                || config_excluded(p, false)
+                || ancestors_excluded(p, &|d| {
+                    excludes.excluded(d, true) || config_excluded(d, true)
+                });
+            if !(force_exclude && excluded) {
                 out.push(p.clone());
             }
             continue;
@@ -98,9 +122,23 @@ pub fn collect(
                 // An excluded directory is never entered: its files are not
                 // read, and one that cannot be read is no error.
                 let excludes = excludes.clone();
+                let config_excluded = opts.config_excluded.clone();
+                let include_vendored = opts.include_vendored;
+                let vendored = vendored.clone();
                 move |e| {
                     let dir = e.depth() > 0 && e.file_type().is_some_and(|t| t.is_dir());
-                    !(dir && (e.file_name() == "target" || excludes.excluded(e.path(), true)))
+                    if !dir {
+                        return true;
+                    }
+                    if !include_vendored && VENDORED_DIRS.iter().any(|v| e.file_name() == *v) {
+                        if let Ok(mut v) = vendored.lock() {
+                            v.push(display_path(e.path(), Path::new(".")));
+                        }
+                        return false;
+                    }
+                    !(e.file_name() == "target"
+                        || excludes.excluded(e.path(), true)
+                        || config_excluded(e.path(), true))
                 }
             })
             .build();
@@ -134,24 +172,38 @@ pub fn collect(
                 continue;
             }
             // Its directories were checked as the walk entered them.
-            if excludes.excluded(path, false) {
+            if excludes.excluded(path, false) || config_excluded(path, false) {
                 continue;
             }
             out.push(path.to_path_buf());
         }
+    }
+    let mut vendored = std::mem::take(&mut *vendored.lock().unwrap_or_else(|e| e.into_inner()));
+    if !vendored.is_empty() {
+        vendored.sort();
+        vendored.dedup();
+        let n = vendored.len();
+        let shown: Vec<String> = vendored.iter().take(5).map(|v| format!("{v}/")).collect();
+        notes.push(format!(
+            "skipped {n} vendored director{} ({}{}): `--include-vendored` audits {}",
+            if n == 1 { "y" } else { "ies" },
+            shown.join(", "),
+            if n > 5 { ", …" } else { "" },
+            if n == 1 { "it" } else { "them" },
+        ));
     }
     out.sort();
     out.dedup();
     Ok(out)
 }
 
-fn ancestors_excluded(path: &Path, ex: &Excludes) -> bool {
+fn ancestors_excluded(path: &Path, excluded: &dyn Fn(&Path) -> bool) -> bool {
     let mut cur = path.parent();
     while let Some(dir) = cur {
         if dir.as_os_str().is_empty() {
             break;
         }
-        if ex.excluded(dir, true) {
+        if excluded(dir) {
             return true;
         }
         cur = dir.parent();

@@ -69,6 +69,20 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// A copy of a fixture project whose config is broken on purpose. It is
+/// stored as `lockaudit.yaml.broken`, so that `lockaudit check fixtures/`
+/// (which discovers every config under it) is not stopped by it; the copy
+/// gets its real name back.
+fn broken_project(name: &str) -> tempfile::TempDir {
+    let tmp = copy_project(name);
+    fs::rename(
+        tmp.path().join("lockaudit.yaml.broken"),
+        tmp.path().join("lockaudit.yaml"),
+    )
+    .unwrap();
+    tmp
+}
+
 fn json(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}):\n{text}"))
 }
@@ -82,8 +96,12 @@ fn unannotated_set_nx_px_exits_1_with_a_diagnostic_on_the_call() {
     let run = lockaudit(&project("unannotated"), &["--color", "never"]);
     assert_eq!(run.code, 1, "{run:?}");
     // The diagnostic names the check, the place, and underlines the call.
-    assert!(run.stdout.contains("missing-purpose"), "{}", run.stdout);
-    assert!(run.stdout.contains("[src/lib.rs:2:33]"), "{}", run.stdout);
+    assert!(
+        run.stdout.starts_with("error[missing-purpose]: "),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("--> src/lib.rs:2:33"), "{}", run.stdout);
     assert!(
         run.stdout.contains("`SET … NX PX` takes a redis lock here"),
         "{}",
@@ -97,19 +115,20 @@ fn unannotated_set_nx_px_exits_1_with_a_diagnostic_on_the_call() {
 fn annotated_set_nx_px_exits_0() {
     let run = lockaudit(&project("annotated"), &["--color", "never"]);
     assert_eq!(run.code, 0, "{run:?}");
-    assert_eq!(run.stdout, "no findings in 1 file\n");
+    assert_eq!(run.stdout, "no findings; 1 file audited\n");
 }
 
 #[test]
 fn in_process_mutexes_exit_0() {
     let run = lockaudit(&project("in-process"), &["check", "."]);
     assert_eq!(run.code, 0, "{run:?}");
-    assert_eq!(run.stdout, "no findings in 1 file\n");
+    assert_eq!(run.stdout, "no findings; 1 file audited\n");
 }
 
 #[test]
 fn broken_rule_pack_exits_2_naming_file_line_and_column() {
-    let run = lockaudit(&project("bad-pack"), &[]);
+    let tmp = broken_project("bad-pack");
+    let run = lockaudit(tmp.path(), &[]);
     assert_eq!(run.code, 2, "{run:?}");
     assert_eq!(run.stdout, "");
     assert!(
@@ -123,12 +142,13 @@ fn broken_rule_pack_exits_2_naming_file_line_and_column() {
 
 #[test]
 fn bad_config_exits_2_naming_file_line_and_column() {
-    let run = lockaudit(&project("bad-config"), &[]);
+    let tmp = broken_project("bad-config");
+    let run = lockaudit(tmp.path(), &[]);
     assert_eq!(run.code, 2, "{run:?}");
     assert_eq!(run.stdout, "");
     for place in [
         "lockaudit.yaml:3:20",
-        "lockaudit.yaml:4:24",
+        "lockaudit.yaml:4:3", // under the unknown id, not its value
         "lockaudit.yaml:7:18",
     ] {
         assert!(run.stderr.contains(place), "{place} in:\n{}", run.stderr);
@@ -213,7 +233,7 @@ fn fail_on_levels() {
         // The report itself does not depend on --fail-on.
         assert!(run
             .stdout
-            .ends_with("5 findings (5 errors) in 6 files; 3 suppressed\n"));
+            .ends_with("5 findings (5 errors) in 3 files; 6 files audited; 3 suppressed\n"));
     }
 }
 
@@ -247,9 +267,12 @@ fn normalise_sarif(text: &str) -> String {
 
 #[test]
 fn snapshots_of_every_format_on_the_mixed_project() {
-    let dir = project("mixed");
+    // A copy outside any repository: machine paths are relative to the
+    // repository root, which here is the project itself.
+    let tmp = copy_project("mixed");
+    let dir = tmp.path();
     for format in FORMATS {
-        let run = lockaudit(&dir, &["--format", format, "--color", "never"]);
+        let run = lockaudit(dir, &["--format", format, "--color", "never"]);
         assert_eq!(run.code, 1, "{format}: {run:?}");
         assert_eq!(run.stderr, "", "{format}");
         let text = if format == "sarif" {
@@ -259,6 +282,51 @@ fn snapshots_of_every_format_on_the_mixed_project() {
         };
         insta::assert_snapshot!(format!("mixed_{format}"), text);
     }
+}
+
+/// Human output at a given terminal width (`COLUMNS`).
+fn human_at(dir: &Path, columns: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_lockaudit"))
+        .args(["--color", "never"])
+        .current_dir(dir)
+        .env_remove("NO_COLOR")
+        .env("COLUMNS", columns)
+        .output()
+        .expect("the lockaudit binary runs");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// rustc-style headings, the finding's own place before related ones,
+/// prose wrapped to the width without splitting inline code. Covers #15.
+#[test]
+fn human_output_wraps_to_80_and_120_columns() {
+    let tmp = copy_project("mixed");
+    for columns in ["80", "120"] {
+        let text = human_at(tmp.path(), columns);
+        let width: usize = columns.parse().unwrap();
+        for line in text.lines() {
+            // Source lines are cut around their span; only a code span
+            // too long for any line, and the one-line notes, may be longer.
+            if !line.contains("`set_options(")
+                && !line.contains("`if redis.call(")
+                && !line.starts_with("note: ")
+            {
+                assert!(line.chars().count() <= width, "{columns}: {line:?}");
+            }
+            assert_eq!(
+                line.matches('`').count() % 2,
+                0,
+                "code split at {columns}: {line:?}"
+            );
+        }
+        insta::assert_snapshot!(format!("mixed_human_{columns}"), text);
+    }
+    let text = human_at(tmp.path(), "120");
+    assert!(text.starts_with("error[parse-error]: "), "{text}");
+    let release = text.find("error[unowned-release]").unwrap();
+    let own = text[release..].find("--> src/jobs/mod.rs:10:9").unwrap();
+    let related = text[release..].find("::: src/jobs/mod.rs:5:25").unwrap();
+    assert!(own < related, "{text}");
 }
 
 #[test]
@@ -281,7 +349,10 @@ fn short_is_one_line_per_finding_then_the_summary() {
 fn table_has_a_fixed_width_when_not_a_terminal() {
     let run = lockaudit(&project("mixed"), &["--format", "table"]);
     let (tables, summary) = run.stdout.trim_end().rsplit_once('\n').unwrap();
-    assert_eq!(summary, "5 findings (5 errors) in 6 files; 3 suppressed");
+    assert_eq!(
+        summary,
+        "5 findings (5 errors) in 3 files; 6 files audited; 3 suppressed"
+    );
     let end = tables.find('┘').expect("two tables") + '┘'.len_utf8();
     let (findings, counts) = tables.split_at(end);
     // The findings table is laid out at 100 columns, every line alike.
@@ -303,7 +374,8 @@ fn table_has_a_fixed_width_when_not_a_terminal() {
 
 #[test]
 fn github_annotations_are_one_workflow_command_per_unsuppressed_finding() {
-    let run = lockaudit(&project("mixed"), &["--format", "github"]);
+    let tmp = copy_project("mixed");
+    let run = lockaudit(tmp.path(), &["--format", "github"]);
     let lines: Vec<&str> = run.stdout.lines().collect();
     assert_eq!(lines.len(), 5, "{}", run.stdout);
     for l in lines {
@@ -555,8 +627,9 @@ fn sarif_uses_absolute_uris_for_files_outside_the_current_directory() {
 
 #[test]
 fn suppressed_findings_stay_in_json_and_sarif() {
-    let dir = project("mixed");
-    let report = json(&lockaudit(&dir, &["--format", "json"]).stdout);
+    let tmp = copy_project("mixed");
+    let dir = tmp.path();
+    let report = json(&lockaudit(dir, &["--format", "json"]).stdout);
     let suppressed: Vec<(String, u64, String)> = report["findings"]
         .as_array()
         .unwrap()
@@ -579,7 +652,7 @@ fn suppressed_findings_stay_in_json_and_sarif() {
         ]
     );
 
-    let log = json(&lockaudit(&dir, &["--format", "sarif"]).stdout);
+    let log = json(&lockaudit(dir, &["--format", "sarif"]).stdout);
     let results = log["runs"][0]["results"].as_array().unwrap();
     assert_eq!(results.len(), 8, "suppressed results are kept");
     let mut justifications = Vec::new();
@@ -624,7 +697,7 @@ fn suppressed_findings_stay_in_json_and_sarif() {
 
     // The text formats hide suppressed findings, count them, and point out
     // the suppression that gives no reason.
-    let human = lockaudit(&dir, &["--color", "never"]).stdout;
+    let human = lockaudit(dir, &["--color", "never"]).stdout;
     assert!(human
         .contains("note: src/jobs/mod.rs:21:9: `unowned-release` is suppressed without a reason"));
     assert!(!human.contains("importer sets the TTL"));
@@ -741,7 +814,7 @@ fn baseline_survives_moved_lines_fails_on_new_findings_and_reports_stale_entries
     assert_eq!(run.code, 0, "{run:?}");
     assert!(
         run.stdout
-            .ends_with("\nno findings in 6 files; 3 suppressed, 5 in the baseline\n"),
+            .ends_with("\nno findings; 6 files audited; 3 suppressed, 5 in the baseline\n"),
         "{}",
         run.stdout
     );
@@ -777,7 +850,7 @@ fn baseline_survives_moved_lines_fails_on_new_findings_and_reports_stale_entries
     assert_eq!(
         run.stdout,
         "src/report.rs:47:33: error[missing-purpose]: lock acquisition of `\"report:yearly:lock\"` has no `lock-purpose:` annotation\n\
-         1 finding (1 error) in 6 files; 3 suppressed, 5 in the baseline\n"
+         1 finding (1 error) in 1 file; 6 files audited; 3 suppressed, 5 in the baseline\n"
     );
 
     // A fixed finding leaves a stale baseline entry, counted and named.
@@ -804,7 +877,7 @@ fn baseline_survives_moved_lines_fails_on_new_findings_and_reports_stale_entries
         run.stdout
     );
     assert!(run.stdout.ends_with(
-        "1 finding (1 error) in 6 files; 3 suppressed, 4 in the baseline, 1 stale baseline entry\n"
+        "1 finding (1 error) in 1 file; 6 files audited; 3 suppressed, 4 in the baseline, 1 stale baseline entry\n"
     ));
     let short = lockaudit(
         dir,
@@ -889,7 +962,7 @@ fn new_since_reports_only_findings_absent_at_the_revision() {
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(
         run.stdout,
-        "no findings in 1 file; 1 already present at the base revision\n"
+        "no findings; 1 file audited; 1 already present at the base revision\n"
     );
 
     // Move the old finding, add a new one (uncommitted, in the work tree).
@@ -903,7 +976,7 @@ fn new_since_reports_only_findings_absent_at_the_revision() {
     assert_eq!(
         run.stdout,
         "src/jobs.rs:4:33: error[missing-purpose]: lock acquisition of `lock_key` has no `lock-purpose:` annotation\n\
-         1 finding (1 error) in 1 file; 1 already present at the base revision\n"
+         1 finding (1 error) in 1 file; 1 file audited; 1 already present at the base revision\n"
     );
 
     // The same from a subdirectory, where paths are relative to it.
@@ -1072,7 +1145,9 @@ const UNLOCK: &str = r##"redis::Script::new(r#"if redis.call("get", KEYS[1]) == 
 
 #[test]
 fn json_carries_a_fix_only_where_the_replacement_is_exact() {
-    let run = lockaudit(&project("fixable"), &["--format", "json"]);
+    // A copy outside this repository: paths are relative to its own root.
+    let tmp = copy_project("fixable");
+    let run = lockaudit(tmp.path(), &["--format", "json"]);
     assert_eq!(run.code, 1, "{run:?}");
     let report = json(&run.stdout);
     let findings = by_line(&report);
@@ -1162,7 +1237,8 @@ fn json_carries_a_fix_only_where_the_replacement_is_exact() {
 
 #[test]
 fn sarif_fixes_are_schema_valid_artifact_changes() {
-    let run = lockaudit(&project("fixable"), &["--format", "sarif"]);
+    let tmp = copy_project("fixable");
+    let run = lockaudit(tmp.path(), &["--format", "sarif"]);
     let log = json(&run.stdout);
     assert_github_ready(&log);
     let results = log["runs"][0]["results"].as_array().unwrap();

@@ -240,7 +240,8 @@ fn empty_and_blank_files() {
     let r = short(dir.path(), &[]);
     assert_eq!(r.code, 1, "{r:?}");
     assert!(
-        r.stdout.ends_with("1 finding (1 error) in 3 files\n"),
+        r.stdout
+            .ends_with("1 finding (1 error) in 1 file; 3 files audited\n"),
         "{r:?}"
     );
 }
@@ -257,7 +258,7 @@ fn fifos_are_skipped_with_a_note() {
     mkfifo(&dir.path().join("pipe.rs"));
     let r = short(dir.path(), &[]);
     assert_eq!(r.code, 1, "{r:?}");
-    assert!(r.stdout.contains("in 2 files"), "{r:?}");
+    assert!(r.stdout.contains("; 2 files audited"), "{r:?}");
     assert!(
         r.stderr.contains("pipe.rs: not a regular file, skipped"),
         "{r:?}"
@@ -338,7 +339,8 @@ fn symlink_loops_are_not_followed() {
     let r = short(dir.path(), &[]);
     assert_eq!(r.code, 1, "{r:?}");
     assert!(
-        r.stdout.ends_with("1 finding (1 error) in 2 files\n"),
+        r.stdout
+            .ends_with("1 finding (1 error) in 1 file; 2 files audited\n"),
         "{r:?}"
     );
     assert!(
@@ -467,7 +469,8 @@ fn a_panic_loses_no_other_file() {
         "{r:?}"
     );
     assert!(
-        r.stdout.ends_with("22 findings (22 errors) in 22 files\n"),
+        r.stdout
+            .ends_with("22 findings (22 errors) in 22 files; 22 files audited\n"),
         "{r:?}"
     );
     // JSON says so too, and every witness is there.

@@ -134,3 +134,12 @@ pub static CHECKS: &[CheckInfo] = &[
 
 pub use parse_error::finding as parse_error_finding;
 pub use unused_suppression::findings as unused_suppression_findings;
+
+/// The help for a check id that names no check: the closest id when one is
+/// near (`unowned-relase` → `unowned-release`), and where the ids are listed.
+pub fn unknown_id_help(id: &str) -> String {
+    match crate::suggest::closest(id, CHECKS.iter().map(|c| c.id.as_str())) {
+        Some(near) => format!("did you mean `{near}`? `lockaudit rules` lists the check ids"),
+        None => "`lockaudit rules` lists the check ids".to_string(),
+    }
+}

@@ -56,7 +56,7 @@ pub fn findings(
                         format!("`lockaudit: {directive}({id})` names an unknown check"),
                     )
                     .label("no check has this id")
-                    .help("`lockaudit rules` lists the check ids"),
+                    .help(crate::checks::unknown_id_help(id)),
                 ),
                 Some(check) if enabled(check) && !used[i][j] => out.push(
                     Finding::new(

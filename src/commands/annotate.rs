@@ -21,10 +21,18 @@ use crate::source::SourceFile;
 use crate::walk;
 
 pub fn run(args: &AnnotateArgs) -> Result<ExitStatus, Failure> {
-    let mut prepared = app::prepare(&args.paths, &args.common)?;
+    let prepared = app::prepare(&args.paths, &args.common)?;
     // Annotating is how a team that turned `missing-purpose` off for now
-    // catches up: the check runs whatever the config says.
-    prepared.settings.checks.remove(&CheckId::MissingPurpose);
+    // catches up: the check runs whatever each config says.
+    for scope in prepared
+        .scopes
+        .lock()
+        .expect("no other thread holds the scopes yet")
+        .list
+        .iter_mut()
+    {
+        scope.settings.checks.remove(&CheckId::MissingPurpose);
+    }
     let audit = app::audit(&prepared, false)?;
     for u in &audit.unreadable {
         eprintln!("error: {u}");

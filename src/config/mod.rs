@@ -1,7 +1,7 @@
-//! Settings: the config file (`lockaudit.yaml` or `.lockaudit.yaml`, found
-//! from the first path upward to the repository root, or `--config`),
-//! validated into the values the engine uses. Every problem in the file is
-//! reported together with its line and column.
+//! Settings: the config file (`lockaudit.yaml` or `.lockaudit.yaml`, the
+//! nearest one in a file's directory or above it up to the repository root,
+//! or `--config`), validated into the values the engine uses. Every problem
+//! in the file is reported together with its line and column.
 
 mod raw;
 
@@ -71,23 +71,55 @@ impl Settings {
 /// directory that holds `.git`, or to the filesystem root outside a repo.
 pub fn discover(start: &Path) -> Option<PathBuf> {
     let start = std::fs::canonicalize(start).ok()?;
-    let mut dir = if start.is_file() {
+    let dir = if start.is_file() {
         start.parent()?.to_path_buf()
     } else {
         start
     };
-    loop {
-        for name in CONFIG_NAMES {
-            let candidate = dir.join(name);
-            if candidate.is_file() {
-                return Some(candidate);
-            }
+    Discovery::default().config_for_dir(&dir)
+}
+
+/// The config file in `dir` itself, if any (`lockaudit.yaml` first).
+fn config_in(dir: &Path) -> Option<PathBuf> {
+    CONFIG_NAMES
+        .iter()
+        .map(|name| dir.join(name))
+        .find(|candidate| candidate.is_file())
+}
+
+/// Which config governs each directory: the nearest `lockaudit.yaml` or
+/// `.lockaudit.yaml` in it or above it, up to the directory holding `.git`
+/// (or the filesystem root outside a repository). Answers are remembered
+/// per directory, so a walk asks the filesystem once per directory.
+#[derive(Debug, Default)]
+pub struct Discovery {
+    by_dir: std::collections::HashMap<PathBuf, Option<PathBuf>>,
+}
+
+impl Discovery {
+    /// The config governing `dir`, an absolute, canonical directory.
+    pub fn config_for_dir(&mut self, dir: &Path) -> Option<PathBuf> {
+        if let Some(known) = self.by_dir.get(dir) {
+            return known.clone();
         }
-        if dir.join(".git").exists() {
-            return None;
-        }
-        dir = dir.parent()?.to_path_buf();
+        let found = match config_in(dir) {
+            Some(c) => Some(c),
+            None if dir.join(".git").exists() => None,
+            None => match dir.parent() {
+                Some(parent) => self.config_for_dir(parent),
+                None => None,
+            },
+        };
+        self.by_dir.insert(dir.to_path_buf(), found.clone());
+        found
     }
+}
+
+/// Loads a config that discovery found (rather than one named with
+/// `--config`): the single place every discovered config is read, so rules
+/// that apply to discovered configs only can be added around it.
+pub fn load_discovered(path: &Path, shown: &str) -> Result<Settings, YamlErrors> {
+    load(path, shown)
 }
 
 pub fn load(path: &Path, shown: &str) -> Result<Settings, YamlErrors> {
@@ -145,10 +177,10 @@ pub fn parse(shown: &str, text: &str, base: &Path) -> Result<Settings, YamlError
     }
     for (id, value) in &raw.checks {
         let Some(check) = CheckId::parse(id) else {
-            c.at(
+            c.at_key(
                 &["checks".into(), Seg::Key(id.clone())],
                 format!("unknown check id `{id}`"),
-                Some("`lockaudit rules` lists the check ids".into()),
+                Some(crate::checks::unknown_id_help(id)),
             );
             continue;
         };
@@ -161,7 +193,11 @@ pub fn parse(shown: &str, text: &str, base: &Path) -> Result<Settings, YamlError
                 c.at(
                     &["checks".into(), Seg::Key(id.clone())],
                     format!("`{other}` is not a severity"),
-                    Some("write `error`, `warning`, `note` or `off`".into()),
+                    Some(format!(
+                        "{}write `error`, `warning`, `note` or `off`",
+                        crate::suggest::hint(other, ["error", "warning", "note", "off"])
+                            .replace('?', "? ")
+                    )),
                 );
                 continue;
             }
@@ -205,7 +241,11 @@ pub fn parse(shown: &str, text: &str, base: &Path) -> Result<Settings, YamlError
                 c.at(
                     &["default-purpose".into()],
                     format!("`{other}` is not a purpose"),
-                    Some("write `none`, `efficiency` or `correctness`".into()),
+                    Some(format!(
+                        "{}write `none`, `efficiency` or `correctness`",
+                        crate::suggest::hint(other, ["none", "efficiency", "correctness"])
+                            .replace('?', "? ")
+                    )),
                 );
                 None
             }
@@ -267,9 +307,21 @@ fn recover_unknown_keys(c: &mut Collector, text: &str) -> Option<RawConfig> {
     }
     for name in unknown {
         let msg = format!("unknown key `{name}`");
+        let help = match crate::suggest::closest(&name, KEYS) {
+            Some(near) => format!("did you mean `{near}`? {HINT}"),
+            None => HINT.to_string(),
+        };
         match key_loc(text, &name) {
-            Some(loc) => c.at_loc(loc, msg, Some(HINT.to_string())),
-            None => c.at(&[Seg::Key(name.clone())], msg, Some(HINT.to_string())),
+            Some(loc) => {
+                let quoted = text[loc.offset..].starts_with(['"', '\'']);
+                c.at_span(
+                    loc.offset,
+                    name.len() + if quoted { 2 } else { 0 },
+                    msg,
+                    Some(help),
+                )
+            }
+            None => c.at_key(&[Seg::Key(name.clone())], msg, Some(help)),
         }
     }
     Some(raw)

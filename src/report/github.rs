@@ -1,5 +1,10 @@
-//! `--format github`: GitHub Actions workflow commands, one per finding.
+//! `--format github`: GitHub Actions workflow commands, one per finding, as
+//! many as GitHub shows (findings on a pull request's changed lines first),
+//! and the Markdown for the step summary.
 
+use std::collections::HashMap;
+
+use super::Summary;
 use crate::finding::{Finding, Severity};
 
 /// Workflow-command property values escape `%`, CR, LF, `:` and `,`.
@@ -18,36 +23,124 @@ fn escape_data(s: &str) -> String {
         .replace('\n', "%0A")
 }
 
-pub fn render(findings: &[Finding]) -> String {
+/// GitHub shows at most this many annotations of each level per step.
+pub const PER_LEVEL: usize = 10;
+
+fn level(s: Severity) -> &'static str {
+    match s {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Note => "notice",
+    }
+}
+
+fn on_changed_line(f: &Finding, changed: &HashMap<String, Vec<(usize, usize)>>) -> bool {
+    changed.get(&f.path).is_some_and(|ranges| {
+        ranges
+            .iter()
+            .any(|(a, b)| f.span.start.line <= *b && f.span.end.line.max(f.span.start.line) >= *a)
+    })
+}
+
+/// One workflow command per unsuppressed finding, at most [`PER_LEVEL`] per
+/// level (GitHub drops the rest): those on the lines a change touched first
+/// when `changed` is known, then the others in order; then a line saying
+/// how many were left out.
+pub fn render(
+    findings: &[Finding],
+    changed: Option<&HashMap<String, Vec<(usize, usize)>>>,
+) -> String {
+    let mut shown: Vec<&Finding> = findings.iter().filter(|f| f.suppressed.is_none()).collect();
+    if let Some(changed) = changed {
+        // A stable sort: findings stay in path, line order within each group.
+        shown.sort_by_key(|f| !on_changed_line(f, changed));
+    }
     let mut out = String::new();
-    for f in findings.iter().filter(|f| f.suppressed.is_none()) {
-        let level = match f.severity {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-            Severity::Note => "notice",
-        };
-        let mut message = f.message.clone();
-        if let Some(h) = &f.help {
-            message.push_str("\nhelp: ");
-            message.push_str(h);
+    let mut used: HashMap<&str, usize> = HashMap::new();
+    let mut left_out = 0;
+    for f in shown {
+        let level = level(f.severity);
+        let n = used.entry(level).or_default();
+        if *n >= PER_LEVEL {
+            left_out += 1;
+            continue;
         }
-        let (start, mut end) = (f.span.start, f.span.end);
-        // An empty span (a parse error's position) still marks one character.
-        if end.line < start.line || (end.line == start.line && end.column <= start.column) {
-            end.line = start.line;
-            end.column = start.column + 1;
-        }
+        *n += 1;
+        out.push_str(&command(f, level));
+    }
+    if left_out > 0 {
         out.push_str(&format!(
-            "::{level} file={},line={},col={},endLine={},endColumn={},title={}::{}\n",
-            escape_property(&f.path),
-            start.line,
-            start.column,
-            end.line,
-            end.column,
-            escape_property(&format!("lockaudit {}", f.check.as_str())),
-            escape_data(&message)
+            "lockaudit: {left_out} more finding{} not annotated (GitHub shows {PER_LEVEL} errors, {PER_LEVEL} warnings and {PER_LEVEL} notices per step{}): every finding is in the step summary and the SARIF report\n",
+            if left_out == 1 { "" } else { "s" },
+            if changed.is_some() { "; findings on changed lines came first" } else { "" },
         ));
     }
+    out
+}
+
+fn command(f: &Finding, level: &str) -> String {
+    let mut message = f.message.clone();
+    if let Some(h) = &f.help {
+        message.push_str("\nhelp: ");
+        message.push_str(h);
+    }
+    let (start, mut end) = (f.span.start, f.span.end);
+    // An empty span (a parse error's position) still marks one character.
+    if end.line < start.line || (end.line == start.line && end.column <= start.column) {
+        end.line = start.line;
+        end.column = start.column + 1;
+    }
+    format!(
+        "::{level} file={},line={},col={},endLine={},endColumn={},title={}::{}\n",
+        escape_property(&f.path),
+        start.line,
+        start.column,
+        end.line,
+        end.column,
+        escape_property(&format!("lockaudit {}", f.check.as_str())),
+        escape_data(&message)
+    )
+}
+
+/// Text for a Markdown table cell: no line breaks, `|` and HTML escaped.
+fn cell(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('|', "\\|")
+        .replace(['\r', '\n'], " ")
+}
+
+/// At most this many rows in the step summary (GitHub caps it at 1 MiB).
+const SUMMARY_ROWS: usize = 500;
+
+/// The Markdown appended to `$GITHUB_STEP_SUMMARY`: the summary line and a
+/// table of every unsuppressed finding.
+pub fn step_summary(findings: &[Finding], summary: &Summary) -> String {
+    let mut out = format!("### lockaudit\n\n{}\n\n", super::summary_line(summary));
+    let shown: Vec<&Finding> = findings.iter().filter(|f| f.suppressed.is_none()).collect();
+    if shown.is_empty() {
+        return out;
+    }
+    out.push_str("| location | severity | check | message |\n|---|---|---|---|\n");
+    for f in shown.iter().take(SUMMARY_ROWS) {
+        out.push_str(&format!(
+            "| {}:{}:{} | {} | {} | {} |\n",
+            cell(&f.path),
+            f.span.start.line,
+            f.span.start.column,
+            f.severity.as_str(),
+            f.check.as_str(),
+            cell(&f.message)
+        ));
+    }
+    if shown.len() > SUMMARY_ROWS {
+        out.push_str(&format!(
+            "\n{} more findings are in the SARIF report (`--format sarif`).\n",
+            shown.len() - SUMMARY_ROWS
+        ));
+    }
+    out.push('\n');
     out
 }
 

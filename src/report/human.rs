@@ -1,113 +1,389 @@
-//! `--format human`: rustc-style diagnostics rendered by miette: the
-//! offending span, a label, secondary labels, help and notes. Colour only on
-//! a terminal or with `--color always`.
-
-use std::fmt;
-
-use miette::{
-    Diagnostic, GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource, SourceCode,
-};
+//! `--format human`: rustc-style diagnostics. Each finding is headed
+//! `error[check-id]: message` (so a log can be searched for `error`), then
+//! its own location and snippet with the span underlined, then each related
+//! place in its own snippet, then `help` and notes. Prose wraps to the
+//! width (the terminal's, or `COLUMNS`, or 100) without ever splitting
+//! inline code; a source line wider than that is cut around the span, with
+//! `...` where it was cut, as rustc does. Colour only on a terminal or with
+//! `--color always`.
 
 use super::{stale_lines, summary_line, Options, Summary};
-use crate::finding::{Finding, Severity};
+use crate::finding::{Finding, Label, Severity};
+use crate::source::Span;
 
-struct Rendered<'a> {
-    f: &'a Finding,
-    src: NamedSource<String>,
-    help: Option<String>,
-}
+const RESET: &str = "\x1b[0m";
+const BOLD: &str = "\x1b[1m";
+const BLUE: &str = "\x1b[1;34m";
 
-impl fmt::Debug for Rendered<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.f.message)
+fn severity_color(s: Severity) -> &'static str {
+    match s {
+        Severity::Error => "\x1b[1;31m",
+        Severity::Warning => "\x1b[1;33m",
+        Severity::Note => "\x1b[1;32m",
     }
 }
 
-impl fmt::Display for Rendered<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.f.message)
-    }
+struct Painter {
+    on: bool,
 }
 
-impl std::error::Error for Rendered<'_> {}
-
-impl Diagnostic for Rendered<'_> {
-    fn code<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
-        Some(Box::new(self.f.check.as_str()))
-    }
-
-    fn severity(&self) -> Option<miette::Severity> {
-        Some(match self.f.severity {
-            Severity::Error => miette::Severity::Error,
-            Severity::Warning => miette::Severity::Warning,
-            Severity::Note => miette::Severity::Advice,
-        })
-    }
-
-    fn help<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
-        self.help
-            .as_ref()
-            .map(|h| Box::new(h) as Box<dyn fmt::Display>)
-    }
-
-    fn source_code(&self) -> Option<&dyn SourceCode> {
-        Some(&self.src)
-    }
-
-    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
-        let f = self.f;
-        fn len(s: &crate::source::Span) -> usize {
-            s.len().max(1)
+impl Painter {
+    fn paint(&self, color: &str, text: &str) -> String {
+        if self.on && !text.is_empty() {
+            format!("{color}{text}{RESET}")
+        } else {
+            text.to_string()
         }
-        let primary = LabeledSpan::new_primary_with_span(
-            f.label.clone(),
-            (f.span.start.offset, len(&f.span)),
+    }
+}
+
+/// Control characters (an escape sequence in a hostile file) are shown as
+/// U+FFFD, one character for one, so columns stay where they were; a tab
+/// is four spaces.
+fn clean(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    for c in line.chars() {
+        match c {
+            '\t' => out.push_str("    "),
+            c if c.is_control() => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The display column (0-based) of 1-based character column `col` in
+/// `line`, counting a tab as four.
+fn display_col(line: &str, col: usize) -> usize {
+    line.chars()
+        .take(col.saturating_sub(1))
+        .map(|c| if c == '\t' { 4 } else { 1 })
+        .sum()
+}
+
+/// Splits prose into the pieces a line may break between: words, with
+/// anything in backticks kept whole (spaces included).
+fn atoms(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut in_code = false;
+    for c in text.chars() {
+        if c == '`' {
+            in_code = !in_code;
+            cur.push(c);
+        } else if c.is_whitespace() && !in_code {
+            if !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+        } else {
+            cur.push(c);
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// Wraps `text` to `width` columns: the first line after `first` columns
+/// already used, the others indented by `indent` spaces. A piece longer
+/// than a line (a long inline code span) gets a line of its own, unsplit.
+pub(crate) fn wrap(text: &str, width: usize, first: usize, indent: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    for (i, para) in text.split('\n').enumerate() {
+        let mut line = String::new();
+        let mut used = if i == 0 { first } else { indent };
+        let mut started = false;
+        for atom in atoms(para) {
+            let len = atom.chars().count();
+            if started && used + 1 + len > width {
+                lines.push(std::mem::take(&mut line));
+                used = indent;
+                started = false;
+            }
+            if started {
+                line.push(' ');
+                used += 1;
+            }
+            line.push_str(&atom);
+            used += len;
+            started = true;
+        }
+        lines.push(line);
+    }
+    lines
+}
+
+/// Joins wrapped lines, indenting all but the first.
+fn join_wrapped(lines: &[String], indent: usize) -> String {
+    let pad = " ".repeat(indent);
+    lines.join(&format!("\n{pad}"))
+}
+
+/// One underline under a source line.
+struct Mark<'a> {
+    span: Span,
+    text: Option<&'a str>,
+    primary: bool,
+}
+
+struct Snippet<'a> {
+    f: &'a Finding,
+    lines: Vec<&'a str>,
+    gutter: usize,
+    width: usize,
+    p: &'a Painter,
+}
+
+impl Snippet<'_> {
+    fn bar(&self) -> String {
+        self.p
+            .paint(BLUE, &format!("{} |", " ".repeat(self.gutter)))
+    }
+
+    /// Columns left for source text after the gutter.
+    fn avail(&self) -> usize {
+        self.width.saturating_sub(self.gutter + 3).max(20)
+    }
+
+    /// How many display columns of line `n` to cut on the left so that the
+    /// mark at `from` shows on a line wider than the width (rustc's way):
+    /// 0 when the line fits.
+    fn shift(&self, n: usize, from: usize) -> usize {
+        let text = clean(self.lines.get(n.wrapping_sub(1)).copied().unwrap_or(""));
+        let len = text.chars().count();
+        let avail = self.avail();
+        if len <= avail {
+            return 0;
+        }
+        from.saturating_sub(avail / 3).min(len - avail)
+    }
+
+    /// Source line `n`, shown from display column `shift`; `...` marks
+    /// where a line too wide for the width was cut.
+    fn source_line(&self, n: usize, shift: usize) -> String {
+        let text = self.lines.get(n.wrapping_sub(1)).copied().unwrap_or("");
+        let num = self.p.paint(BLUE, &format!("{n:>w$} |", w = self.gutter));
+        let chars: Vec<char> = clean(text).chars().collect();
+        let avail = self.avail();
+        let text: String = if chars.len() <= avail {
+            chars.iter().collect()
+        } else {
+            let end = (shift + avail).min(chars.len());
+            let mut view: Vec<char> = chars[shift.min(end)..end].to_vec();
+            if shift > 0 {
+                view.splice(..3.min(view.len()), "...".chars());
+            }
+            if end < chars.len() {
+                let at = view.len().saturating_sub(3);
+                view.splice(at.., "...".chars());
+            }
+            view.into_iter().collect()
+        };
+        if text.is_empty() {
+            format!("{num}\n")
+        } else {
+            format!("{num} {text}\n")
+        }
+    }
+
+    /// An underline for display columns `from..to` of a line shown from
+    /// `shift`, kept within the width.
+    fn mark_row(&self, shift: usize, from: usize, to: usize, mark: &Mark) -> String {
+        let from = from.saturating_sub(shift);
+        let to = to.saturating_sub(shift).min(self.avail()).max(from + 1);
+        self.underline(from, to - from, mark)
+    }
+
+    /// The underline row for `mark` on line `line` (from display column
+    /// `from`, `len` long), with its label, wrapped when it does not fit.
+    fn underline(&self, from: usize, len: usize, mark: &Mark) -> String {
+        let (ch, color) = if mark.primary {
+            ('^', severity_color(self.f.severity))
+        } else {
+            ('-', BLUE)
+        };
+        let marks: String = std::iter::repeat_n(ch, len.max(1)).collect();
+        let lead = self.gutter + 3 + from;
+        let mut out = format!(
+            "{} {}{}",
+            self.bar(),
+            " ".repeat(from),
+            self.p.paint(color, &marks)
         );
-        let secondary = f.labels.iter().map(|l| {
-            LabeledSpan::new_with_span(Some(l.message.clone()), (l.span.start.offset, len(&l.span)))
-        });
-        Some(Box::new(std::iter::once(primary).chain(secondary)))
+        if let Some(text) = mark.text.filter(|t| !t.is_empty()) {
+            let after = lead + len.max(1) + 1;
+            if after + text.chars().count().min(20) <= self.width {
+                let wrapped = wrap(text, self.width, after, after);
+                let pad = " ".repeat(after - self.gutter - 2);
+                let joined = wrapped.join(&format!("\n{}{pad}", self.bar()));
+                out.push(' ');
+                out.push_str(&self.p.paint(color, &joined));
+            } else {
+                // No room beside the marks: the label goes below them.
+                let at = (self.gutter + 3).max(lead.min(self.width / 2));
+                let pad = " ".repeat(at - self.gutter - 2);
+                for l in wrap(text, self.width, at, at) {
+                    out.push_str(&format!("\n{}{pad}{}", self.bar(), self.p.paint(color, &l)));
+                }
+            }
+        }
+        out.push('\n');
+        out
+    }
+
+    /// The lines of `mark`'s span with the underline: a single line, or the
+    /// first and last lines of a longer span.
+    fn block(&self, marks: &[Mark]) -> String {
+        let mut out = String::new();
+        let first = &marks[0];
+        let (start, end) = (first.span.start, first.span.end);
+        let line_text = |n: usize| self.lines.get(n.wrapping_sub(1)).copied().unwrap_or("");
+        if end.line <= start.line {
+            let text = line_text(start.line);
+            let shift = self.shift(start.line, display_col(text, start.column));
+            out.push_str(&self.source_line(start.line, shift));
+            for m in marks {
+                let from = display_col(text, m.span.start.column);
+                let to = if m.span.end.line > m.span.start.line {
+                    display_col(text, text.chars().count() + 1)
+                } else {
+                    display_col(text, m.span.end.column)
+                };
+                out.push_str(&self.mark_row(shift, from, to, m));
+            }
+            return out;
+        }
+        // A span over several lines: its first line marked from the start,
+        // its last line up to the end.
+        let text = line_text(start.line);
+        let from = display_col(text, start.column);
+        let to = display_col(text, text.chars().count() + 1);
+        let shift = self.shift(start.line, from);
+        out.push_str(&self.source_line(start.line, shift));
+        out.push_str(&self.mark_row(
+            shift,
+            from,
+            to,
+            &Mark {
+                span: first.span,
+                text: None,
+                primary: first.primary,
+            },
+        ));
+        if end.line > start.line + 1 {
+            out.push_str(&self.p.paint(BLUE, "...\n"));
+        }
+        let text = line_text(end.line);
+        let indent = text.chars().take_while(|c| c.is_whitespace()).count() + 1;
+        let from = display_col(text, indent);
+        let to = display_col(text, end.column.max(indent + 1));
+        let shift = self.shift(end.line, from);
+        out.push_str(&self.source_line(end.line, shift));
+        out.push_str(&self.mark_row(shift, from, to, first));
+        out
     }
 }
 
 pub fn render_one(f: &Finding, text: &str, opts: &Options) -> String {
-    let mut help = f.help.clone();
-    for n in &f.notes {
-        let line = format!("note: {n}");
-        help = Some(match help {
-            Some(h) => format!("{h}\n{line}"),
-            None => line,
+    let p = Painter { on: opts.color };
+    let width = opts.width.max(40);
+    let sev = f.severity.as_str();
+    let head = format!("{sev}[{}]", f.check.as_str());
+    let mut out = String::new();
+    let message = wrap(&f.message, width, head.chars().count() + 2, 4);
+    out.push_str(&format!(
+        "{}{}\n",
+        p.paint(severity_color(f.severity), &head),
+        p.paint(BOLD, &format!(": {}", join_wrapped(&message, 4)))
+    ));
+    let path = clean(&f.path);
+    let lines: Vec<&str> = text.lines().collect();
+    let mut shown = vec![f.span.start.line, f.span.end.line];
+    shown.extend(f.labels.iter().map(|l| l.span.start.line));
+    shown.extend(f.labels.iter().map(|l| l.span.end.line));
+    let gutter = shown.iter().max().copied().unwrap_or(1).to_string().len();
+    let s = Snippet {
+        f,
+        lines,
+        gutter,
+        width,
+        p: &p,
+    };
+    let pad = " ".repeat(gutter);
+    out.push_str(&format!(
+        "{pad}{} {path}:{}:{}\n",
+        p.paint(BLUE, "-->"),
+        f.span.start.line,
+        f.span.start.column
+    ));
+    if text.is_empty() {
+        out.push_str(&format!("{}\n", s.bar()));
+    } else {
+        // The finding's own place first, with any related label on the
+        // same line; then every other related place in its own snippet.
+        let (same, other): (Vec<&Label>, Vec<&Label>) = f.labels.iter().partition(|l| {
+            f.span.end.line <= f.span.start.line
+                && l.span.start.line == f.span.start.line
+                && l.span.end.line <= l.span.start.line
         });
+        let mut marks = vec![Mark {
+            span: f.span,
+            text: f.label.as_deref(),
+            primary: true,
+        }];
+        marks.extend(same.iter().map(|l| Mark {
+            span: l.span,
+            text: Some(l.message.as_str()),
+            primary: false,
+        }));
+        out.push_str(&format!("{}\n", s.bar()));
+        out.push_str(&s.block(&marks));
+        let mut other = other;
+        other.sort_by_key(|l| (l.span.start.line, l.span.start.column));
+        for l in other {
+            out.push_str(&format!("{}\n", s.bar()));
+            out.push_str(&format!(
+                "{pad}{} {path}:{}:{}\n",
+                p.paint(BLUE, ":::"),
+                l.span.start.line,
+                l.span.start.column
+            ));
+            out.push_str(&format!("{}\n", s.bar()));
+            out.push_str(&s.block(&[Mark {
+                span: l.span,
+                text: Some(l.message.as_str()),
+                primary: false,
+            }]));
+        }
+        out.push_str(&format!("{}\n", s.bar()));
+    }
+    let mut tail: Vec<(&str, String)> = Vec::new();
+    if let Some(h) = &f.help {
+        tail.push(("help", h.clone()));
+    }
+    for n in &f.notes {
+        tail.push(("note", n.clone()));
     }
     if let Some(j) = &f.suppressed {
-        let line = if j.is_empty() {
-            "suppressed in source".to_string()
-        } else {
-            format!("suppressed in source: {j}")
-        };
-        help = Some(match help {
-            Some(h) => format!("{h}\n{line}"),
-            None => line,
-        });
+        tail.push((
+            "note",
+            if j.is_empty() {
+                "suppressed in source".to_string()
+            } else {
+                format!("suppressed in source: {j}")
+            },
+        ));
     }
-    let r = Rendered {
-        f,
-        // miette appends the line and column of the first label itself.
-        src: NamedSource::new(&f.path, text.to_string()).with_language("Rust"),
-        help,
-    };
-    let theme = if opts.color {
-        GraphicalTheme::unicode()
-    } else {
-        GraphicalTheme::unicode_nocolor()
-    };
-    let handler = GraphicalReportHandler::new_themed(theme)
-        .with_width(opts.width)
-        .with_links(false)
-        .with_context_lines(1);
-    let mut out = String::new();
-    if handler.render_report(&mut out, &r).is_err() {
-        out = super::short::line(f);
+    for (kind, text) in tail {
+        let lead = gutter + 3 + kind.len() + 2;
+        let wrapped = wrap(&text, width, lead, lead);
+        out.push_str(&format!(
+            "{pad} {} {}: {}\n",
+            p.paint(BLUE, "="),
+            p.paint(BOLD, kind),
+            join_wrapped(&wrapped, lead)
+        ));
     }
     out
 }
@@ -125,7 +401,7 @@ pub fn render(findings: &[Finding], summary: &Summary, opts: &Options) -> String
         if f.suppressed.as_deref() == Some("") {
             out.push_str(&format!(
                 "note: {}:{}:{}: `{}` is suppressed without a reason: say why after the `allow(...)`\n",
-                f.path,
+                clean(&f.path),
                 f.span.start.line,
                 f.span.start.column,
                 f.check.as_str()
@@ -138,4 +414,69 @@ pub fn render(findings: &[Finding], summary: &Summary, opts: &Options) -> String
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap;
+    use crate::checks::CheckId;
+    use crate::finding::Finding;
+    use crate::source::{Pos, Span};
+
+    #[test]
+    fn a_wide_source_line_is_cut_around_its_span() {
+        let line = format!("{}TARGET{}", "a".repeat(150), "b".repeat(100));
+        let pos = |column: usize| Pos {
+            line: 1,
+            column,
+            offset: column - 1,
+        };
+        let mut f = Finding::new(
+            CheckId::MissingPurpose,
+            Span {
+                start: pos(151),
+                end: pos(157),
+            },
+            "m",
+        );
+        f.path = "x.rs".into();
+        let sources = std::collections::HashMap::new();
+        let opts = super::super::Options {
+            color: false,
+            width: 60,
+            sources: &sources,
+            quiet: true,
+            tty: false,
+            changed: None,
+            root: None,
+        };
+        let out = super::render_one(&f, &line, &opts);
+        let rows: Vec<&str> = out.lines().collect();
+        let src = rows.iter().find(|l| l.starts_with("1 | ")).unwrap();
+        let marks = rows.iter().find(|l| l.contains('^')).unwrap();
+        assert!(src.chars().count() <= 60, "{src}");
+        assert!(src.starts_with("1 | ...") && src.ends_with("..."), "{src}");
+        let at = marks.find('^').unwrap();
+        assert_eq!(&src[at..at + 6], "TARGET", "{out}");
+        assert_eq!(marks.matches('^').count(), 6);
+    }
+
+    #[test]
+    fn wrapping_never_splits_inline_code() {
+        let text = "use `set_options(key, token, SetOptions::default())` instead of `set_nx(key, token)` here";
+        let lines = wrap(text, 30, 0, 2);
+        for l in &lines {
+            assert_eq!(l.matches('`').count() % 2, 0, "split code in {l:?}");
+        }
+        assert!(lines.contains(&"`set_options(key, token, SetOptions::default())`".to_string()));
+        assert_eq!(lines.join(" "), text);
+    }
+
+    #[test]
+    fn wrapping_fills_lines_up_to_the_width() {
+        let lines = wrap("aaa bbb ccc ddd", 8, 0, 0);
+        assert_eq!(lines, ["aaa bbb", "ccc ddd"]);
+        let lines = wrap("aaa bbb ccc", 9, 4, 2);
+        assert_eq!(lines, ["aaa", "bbb ccc"]);
+    }
 }

@@ -7,6 +7,7 @@ mod json;
 pub mod sarif;
 mod short;
 mod table;
+pub use github::step_summary as github_step_summary;
 pub use table::table as table_for;
 
 use std::collections::{BTreeMap, HashMap};
@@ -29,7 +30,11 @@ pub enum Format {
 /// Counts for the end of a report.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Summary {
+    /// Files audited.
     pub files: usize,
+    /// Files with at least one reported finding.
+    #[serde(skip)]
+    pub files_with_findings: usize,
     pub parsed: usize,
     /// Findings reported (not suppressed, not in the baseline).
     pub findings: usize,
@@ -57,17 +62,20 @@ impl Summary {
             parsed,
             ..Summary::default()
         };
+        let mut paths = std::collections::BTreeSet::new();
         for f in findings {
             if f.suppressed.is_some() {
                 s.suppressed += 1;
                 continue;
             }
+            paths.insert(f.path.as_str());
             s.findings += 1;
             *s.by_severity
                 .entry(f.severity.as_str().to_string())
                 .or_default() += 1;
             *s.by_check.entry(f.check.as_str().to_string()).or_default() += 1;
         }
+        s.files_with_findings = paths.len();
         s
     }
 }
@@ -80,6 +88,12 @@ pub struct Options<'a> {
     pub quiet: bool,
     /// Whether stdout is a terminal (table layout).
     pub tty: bool,
+    /// The lines each file changed since the base revision (`--format
+    /// github` annotates findings on them first); paths from the root.
+    pub changed: Option<&'a HashMap<String, Vec<(usize, usize)>>>,
+    /// The repository root, which machine-readable paths are relative to
+    /// (SARIF's `%SRCROOT%`).
+    pub root: Option<&'a std::path::Path>,
 }
 
 pub fn render(format: Format, findings: &[Finding], summary: &Summary, opts: &Options) -> String {
@@ -88,12 +102,13 @@ pub fn render(format: Format, findings: &[Finding], summary: &Summary, opts: &Op
         Format::Short => short::render(findings, summary, opts),
         Format::Table => table::render(findings, summary, opts),
         Format::Json => json::render(findings, summary),
-        Format::Sarif => sarif::render(findings, summary),
-        Format::Github => github::render(findings),
+        Format::Sarif => sarif::render(findings, summary, opts.root),
+        Format::Github => github::render(findings, opts.changed),
     }
 }
 
-/// The summary line of the text formats.
+/// The summary line of the text formats: "9 findings (7 errors, 2
+/// warnings) in 4 files; 82 files audited; …".
 pub(crate) fn summary_line(summary: &Summary) -> String {
     let mut s = if summary.findings == 0 {
         "no findings".to_string()
@@ -108,14 +123,16 @@ pub(crate) fn summary_line(summary: &Summary) -> String {
             })
             .collect();
         format!(
-            "{} finding{} ({})",
+            "{} finding{} ({}) in {} file{}",
             summary.findings,
             plural(summary.findings),
-            parts.join(", ")
+            parts.join(", "),
+            summary.files_with_findings,
+            plural(summary.files_with_findings)
         )
     };
     s.push_str(&format!(
-        " in {} file{}",
+        "; {} file{} audited",
         summary.files,
         plural(summary.files)
     ));

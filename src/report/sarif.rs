@@ -182,13 +182,18 @@ fn fix_json(f: &Finding, fix: &crate::fix::Fix) -> Value {
     })
 }
 
-pub fn render(findings: &[Finding], summary: &Summary) -> String {
-    render_with_root(findings, summary, &root_uri())
+/// `root`: the directory the relative paths are relative to (the
+/// repository root); the current directory when not given.
+pub fn render(findings: &[Finding], summary: &Summary, root: Option<&std::path::Path>) -> String {
+    render_with_root(findings, summary, &root_uri(root))
 }
 
-fn root_uri() -> String {
-    let cwd = std::env::current_dir().unwrap_or_default();
-    let mut s = cwd.to_string_lossy().replace('\\', "/");
+fn root_uri(root: Option<&std::path::Path>) -> String {
+    let dir = match root {
+        Some(r) => r.to_path_buf(),
+        None => std::env::current_dir().unwrap_or_default(),
+    };
+    let mut s = dir.to_string_lossy().replace('\\', "/");
     if !s.starts_with('/') {
         s.insert(0, '/');
     }
@@ -225,8 +230,8 @@ fn invocation(summary: &Summary) -> Value {
 }
 
 /// A finding's file as a SARIF artifact location: relative to `%SRCROOT%`
-/// (the current directory) when the path is relative, an absolute `file:`
-/// URI otherwise (a path outside the current directory).
+/// (the repository root) when the path is relative, an absolute `file:`
+/// URI otherwise (a path outside the root).
 fn artifact_location(path: &str) -> Value {
     let absolute = path.starts_with('/') || path.as_bytes().get(1) == Some(&b':');
     if absolute {

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# The logic of the GitHub Action (action.yml): install lockaudit, audit,
+# and record the exit code in $GITHUB_OUTPUT for the action's last step.
+#
+# Inputs (environment): INPUT_VERSION, INPUT_PATHS, INPUT_ARGS (white
+# space separated), INPUT_SARIF (`true`/`false`), INPUT_NEW_SINCE (a git
+# revision or empty). LOCKAUDIT_BIN: use this binary instead of
+# downloading one (how the test suite runs this script).
+#
+# This script exits non-zero only when lockaudit could not be installed or
+# could not run; findings are reported through `exit-code`.
+set -euo pipefail
+
+VERSION=${INPUT_VERSION:?the version input is required}
+VERSION=${VERSION#v}
+REPO_URL=https://github.com/lockaudit/lockaudit
+TMP=${RUNNER_TEMP:-$(mktemp -d)}
+OUTPUT=${GITHUB_OUTPUT:-/dev/null}
+
+output() { echo "$1=$2" >>"$OUTPUT"; }
+
+sha256() {
+    if command -v sha256sum >/dev/null; then sha256sum "$1"; else shasum -a 256 "$1"; fi | cut -d' ' -f1
+}
+
+# The release target for this runner, or nothing.
+target() {
+    case "${RUNNER_OS:-$(uname -s)}/${RUNNER_ARCH:-$(uname -m)}" in
+    Linux/X64 | Linux/x86_64) echo x86_64-unknown-linux-musl ;;
+    Linux/ARM64 | Linux/aarch64) echo aarch64-unknown-linux-musl ;;
+    macOS/ARM64 | Darwin/arm64) echo aarch64-apple-darwin ;;
+    macOS/X64 | Darwin/x86_64) echo x86_64-apple-darwin ;;
+    Windows/X64) echo x86_64-pc-windows-msvc ;;
+    esac
+}
+
+# Downloads the release archive and its checksum; prints the binary's path.
+download() {
+    local t name ext url dir
+    t=$(target)
+    [ -n "$t" ] || return 1
+    name="lockaudit-v$VERSION-$t"
+    ext=tar.gz
+    case "$t" in *windows*) ext=zip ;; esac
+    url="$REPO_URL/releases/download/v$VERSION/$name.$ext"
+    dir="$TMP/lockaudit-download"
+    mkdir -p "$dir"
+    curl --proto '=https' --tlsv1.2 -fsSL --retry 3 -o "$dir/$name.$ext" "$url" || return 1
+    curl --proto '=https' --tlsv1.2 -fsSL --retry 3 -o "$dir/$name.$ext.sha256" "$url.sha256" || return 1
+    local want got
+    want=$(cut -d' ' -f1 <"$dir/$name.$ext.sha256")
+    got=$(sha256 "$dir/$name.$ext")
+    if [ -z "$want" ] || [ "$want" != "$got" ]; then
+        echo "::error::checksum mismatch for $name.$ext (expected $want, got $got)" >&2
+        exit 2
+    fi
+    if [ "$ext" = zip ]; then
+        unzip -q -o "$dir/$name.$ext" -d "$dir"
+        echo "$dir/$name/lockaudit.exe"
+    else
+        tar -xzf "$dir/$name.$ext" -C "$dir"
+        echo "$dir/$name/lockaudit"
+    fi
+}
+
+install() {
+    if [ -n "${LOCKAUDIT_BIN:-}" ]; then
+        echo "$LOCKAUDIT_BIN"
+        return
+    fi
+    local bin
+    if bin=$(download); then
+        echo "$bin"
+        return
+    fi
+    echo "no release binary of lockaudit $VERSION for this runner; building it with cargo" >&2
+    cargo install --locked --quiet --version "$VERSION" --root "$TMP/lockaudit-cargo" lockaudit >&2
+    echo "$TMP/lockaudit-cargo/bin/lockaudit"
+}
+
+BIN=$(install)
+"$BIN" --version
+
+read -r -a PATHS <<<"${INPUT_PATHS:-.}"
+read -r -a ARGS <<<"${INPUT_ARGS:-}"
+[ "${#PATHS[@]}" -gt 0 ] || PATHS=(.)
+
+if [ "${INPUT_SARIF:-false}" = true ]; then
+    SARIF="$TMP/lockaudit.sarif"
+    # Every finding, for code scanning: findings do not stop the upload,
+    # but a run that could not audit (exit 2) does.
+    code=0
+    "$BIN" check ${ARGS[@]+"${ARGS[@]}"} --format sarif --output "$SARIF" --fail-on never --quiet -- "${PATHS[@]}" || code=$?
+    if [ "$code" -ne 0 ]; then
+        output exit-code "$code"
+        echo "::error::lockaudit could not write the SARIF report (exit $code)"
+        exit 0
+    fi
+    output sarif-file "$SARIF"
+fi
+
+GATE=()
+if [ -n "${INPUT_NEW_SINCE:-}" ]; then
+    # A shallow checkout has the pull request's head only: fetch the base
+    # commit so lockaudit can read its files.
+    if ! git cat-file -e "$INPUT_NEW_SINCE^{commit}" 2>/dev/null; then
+        git fetch --no-tags --quiet --depth=1 origin "$INPUT_NEW_SINCE" || true
+    fi
+    GATE=(--new-since "$INPUT_NEW_SINCE")
+fi
+
+code=0
+"$BIN" check ${ARGS[@]+"${ARGS[@]}"} ${GATE[@]+"${GATE[@]}"} --format github -- "${PATHS[@]}" || code=$?
+output exit-code "$code"

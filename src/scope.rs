@@ -1,0 +1,146 @@
+//! Scopes: the files one config governs. With `--config FILE` there is one
+//! scope; otherwise each file belongs to the nearest config in its directory
+//! or above it (or to the built-in defaults when there is none), and each
+//! scope has its own settings, packs and excludes. A file's scope depends on
+//! where the file is, never on the order of the paths on the command line.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use crate::config::{self, Discovery, Settings};
+use crate::diag::YamlErrors;
+use crate::pack::PackSet;
+use crate::walk::{self, Excludes};
+
+/// One config and what it loads.
+pub struct Scope {
+    pub settings: Settings,
+    pub packs: PackSet,
+    excludes: Excludes,
+}
+
+/// Every scope of a run, and which directory belongs to which.
+pub struct Scopes {
+    /// `--config`: scope 0 governs everything.
+    fixed: bool,
+    /// Scope 0: the `--config` file, or the defaults for files no config
+    /// governs. The others: discovered configs, in the order first met.
+    pub list: Vec<Scope>,
+    by_config: HashMap<PathBuf, usize>,
+    by_dir: HashMap<PathBuf, usize>,
+    by_written_dir: HashMap<PathBuf, usize>,
+    discovery: Discovery,
+    cwd: PathBuf,
+    repo_prefix: String,
+    /// Configs or packs that could not be loaded; the run stops (exit 2).
+    pub errors: Vec<YamlErrors>,
+}
+
+impl Scopes {
+    /// `config`: the file named with `--config`, if any.
+    /// `repo_prefix`: where `cwd` sits in its repository, for fingerprints.
+    pub fn new(config: Option<&Path>, cwd: &Path, repo_prefix: &str) -> Scopes {
+        let mut scopes = Scopes {
+            fixed: config.is_some(),
+            list: Vec::new(),
+            by_config: HashMap::new(),
+            by_dir: HashMap::new(),
+            by_written_dir: HashMap::new(),
+            discovery: Discovery::default(),
+            cwd: cwd.to_path_buf(),
+            repo_prefix: repo_prefix.to_string(),
+            errors: Vec::new(),
+        };
+        let first = match config {
+            Some(p) => config::load(p, &walk::display_path(p, cwd)),
+            None => Ok(Settings::default()),
+        };
+        scopes.push(first);
+        scopes
+    }
+
+    fn push(&mut self, settings: Result<Settings, YamlErrors>) -> usize {
+        let mut settings = settings.unwrap_or_else(|e| {
+            self.errors.push(e);
+            Settings::default()
+        });
+        settings.repo_prefix = self.repo_prefix.clone();
+        let packs = PackSet::load(&settings.rules, &self.cwd).unwrap_or_else(|errs| {
+            self.errors.extend(errs);
+            PackSet::load(&[], &self.cwd).expect("the built-in packs load")
+        });
+        let excludes = Excludes::new(&[(settings.base.as_path(), settings.exclude.as_slice())])
+            .unwrap_or_else(|_| Excludes::new(&[]).expect("no globs"));
+        self.list.push(Scope {
+            settings,
+            packs,
+            excludes,
+        });
+        self.list.len() - 1
+    }
+
+    /// The scope of the files directly in `dir`.
+    pub fn of_dir(&mut self, dir: &Path) -> usize {
+        if self.fixed {
+            return 0;
+        }
+        // Asked once per file: the directory as written answers without a
+        // system call after its first file.
+        if let Some(&i) = self.by_written_dir.get(dir) {
+            return i;
+        }
+        let abs = std::fs::canonicalize(self.cwd.join(dir)).unwrap_or_else(|_| self.cwd.join(dir));
+        let i = self.of_canonical_dir(abs);
+        self.by_written_dir.insert(dir.to_path_buf(), i);
+        i
+    }
+
+    fn of_canonical_dir(&mut self, abs: PathBuf) -> usize {
+        if let Some(&i) = self.by_dir.get(&abs) {
+            return i;
+        }
+        let i = match self.discovery.config_for_dir(&abs) {
+            None => 0,
+            Some(cfg) => match self.by_config.get(&cfg) {
+                Some(&i) => i,
+                None => {
+                    let shown = walk::display_path(&cfg, &self.cwd);
+                    let i = self.push(config::load_discovered(&cfg, &shown));
+                    self.by_config.insert(cfg, i);
+                    i
+                }
+            },
+        };
+        self.by_dir.insert(abs, i);
+        i
+    }
+
+    /// The scope of a file (or of a directory entry seen by the walk): the
+    /// scope of the directory holding it. For a path that no longer exists,
+    /// its nearest existing ancestor decides.
+    pub fn of_path(&mut self, path: &Path) -> usize {
+        let mut dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        if let Some(&i) = self.by_written_dir.get(&dir) {
+            return i;
+        }
+        while !self.cwd.join(&dir).is_dir() {
+            match dir.parent() {
+                Some(d) if !d.as_os_str().is_empty() => dir = d.to_path_buf(),
+                _ => {
+                    dir = PathBuf::from(".");
+                    break;
+                }
+            }
+        }
+        self.of_dir(&dir)
+    }
+
+    /// Whether the config governing `path` excludes it.
+    pub fn excluded(&mut self, path: &Path, is_dir: bool) -> bool {
+        let i = self.of_path(path);
+        self.list[i].excludes.excluded(path, is_dir)
+    }
+}
