@@ -11,6 +11,7 @@ mod lock_without_expiry;
 mod missing_purpose;
 mod non_consensus_correctness_lock;
 mod parse_error;
+mod pooled_session_lock;
 mod read_then_write_acquire;
 mod unfenced_correctness_lock;
 mod unknown_purpose;
@@ -36,12 +37,13 @@ pub enum CheckId {
     IgnoredAcquireResult,
     IgnoredRenewalFailure,
     NonConsensusCorrectnessLock,
+    PooledSessionLock,
     UnusedSuppression,
     ParseError,
 }
 
 impl CheckId {
-    pub const ALL: [CheckId; 12] = [
+    pub const ALL: [CheckId; 13] = [
         CheckId::MissingPurpose,
         CheckId::UnknownPurpose,
         CheckId::ReadThenWriteAcquire,
@@ -52,6 +54,7 @@ impl CheckId {
         CheckId::IgnoredAcquireResult,
         CheckId::IgnoredRenewalFailure,
         CheckId::NonConsensusCorrectnessLock,
+        CheckId::PooledSessionLock,
         CheckId::UnusedSuppression,
         CheckId::ParseError,
     ];
@@ -68,6 +71,7 @@ impl CheckId {
             CheckId::IgnoredAcquireResult => "ignored-acquire-result",
             CheckId::IgnoredRenewalFailure => "ignored-renewal-failure",
             CheckId::NonConsensusCorrectnessLock => "non-consensus-correctness-lock",
+            CheckId::PooledSessionLock => "pooled-session-lock",
             CheckId::UnusedSuppression => "unused-suppression",
             CheckId::ParseError => "parse-error",
         }
@@ -123,6 +127,7 @@ pub static CHECKS: &[CheckInfo] = &[
     ignored_acquire_result::INFO,
     ignored_renewal_failure::INFO,
     non_consensus_correctness_lock::INFO,
+    pooled_session_lock::INFO,
     unused_suppression::INFO,
     parse_error::INFO,
 ];
