@@ -4,8 +4,9 @@
 use serde::Serialize;
 
 use crate::checks::CheckCtx;
+use crate::checks::{connection_of, Conn};
 use crate::model::{Event, ExpiryState};
-use crate::pack::{Role, TokenKind};
+use crate::pack::{Role, Scope, TokenKind};
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, PartialOrd, Ord)]
 pub struct LockRow {
@@ -40,6 +41,7 @@ fn row(ctx: &CheckCtx, e: &Event) -> LockRow {
         ExpiryState::Set(None) => "set".to_string(),
         ExpiryState::Missing => "none".to_string(),
         ExpiryState::Server(_) => "server lease".to_string(),
+        ExpiryState::Session if api.scope == Some(Scope::Transaction) => "transaction".to_string(),
         ExpiryState::Session => "session".to_string(),
         ExpiryState::Unknown => "unknown".to_string(),
     };
@@ -129,6 +131,15 @@ fn release_of(ctx: &CheckCtx, e: &Event) -> String {
         })
         .or_else(|| releases().find(|r| same_key(r)));
     match found {
+        // The database ends it with the transaction; an unlock does nothing.
+        _ if ctx.api(e).scope == Some(Scope::Transaction) => "at transaction end".to_string(),
+        // A session lock's unlock only works on the connection that holds it.
+        Some(r)
+            if ctx.api(r).scope == Some(Scope::Session)
+                && matches!(connection_of(ctx, r), Conn::Pool(_)) =>
+        {
+            "unowned (through a pool)".to_string()
+        }
         Some(r) => match ctx.api(r).owner_checked {
             Some(true) => "owner-checked".to_string(),
             Some(false) => "unowned".to_string(),

@@ -173,6 +173,22 @@ pub enum Conn {
     Unknown,
 }
 
+impl Conn {
+    /// The variable the connection is held in: `tx` for `&mut *tx`,
+    /// `pool` for `&self.pool`.
+    pub fn var(&self) -> Option<&str> {
+        let (Conn::Pool(t) | Conn::Transaction(t) | Conn::Pinned(t)) = self else {
+            return None;
+        };
+        let t = t.trim_start_matches(['&', '*', '(']);
+        let t = t
+            .strip_prefix("mut")
+            .unwrap_or(t)
+            .trim_start_matches(['*', '(']);
+        t.split(['.', ')']).rfind(|s| !s.is_empty() && *s != "self")
+    }
+}
+
 /// Methods that run a SQL statement on an executor, in sqlx, diesel,
 /// tokio-postgres, postgres, mysql and mysql_async.
 const EXEC_METHODS: &[&str] = &[

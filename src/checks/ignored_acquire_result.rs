@@ -1,11 +1,11 @@
 //! `ignored-acquire-result`: the code discards whether the acquire
 //! succeeded and proceeds as if it held the lock.
 
-use super::common::{call_name, key_name, CheckCtx};
+use super::common::{call_label, call_name, connection_of, key_name, CheckCtx, Conn};
 use super::{CheckId, CheckInfo};
 use crate::finding::{Finding, Severity};
 use crate::model::ResultUse;
-use crate::pack::ResultKind;
+use crate::pack::{ResultKind, Scope};
 
 pub(super) const INFO: CheckInfo = CheckInfo {
     id: CheckId::IgnoredAcquireResult,
@@ -20,6 +20,12 @@ pub(super) const INFO: CheckInfo = CheckInfo {
 fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
     for e in ctx.takes() {
         let api = ctx.api(e);
+        if api.scope == Some(Scope::Transaction) {
+            if let Conn::Pool(pool) = connection_of(ctx, e) {
+                out.push(ends_at_once(ctx, e, &pool));
+                continue;
+            }
+        }
         let flag = api.result == Some(ResultKind::SuccessFlag);
         if api.result == Some(ResultKind::Unit) {
             continue;
@@ -54,4 +60,23 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
             )),
         );
     }
+}
+
+/// A transaction-scoped lock run on a pool: the statement is its own
+/// transaction, so the lock is released as soon as it is granted.
+fn ends_at_once(ctx: &CheckCtx, e: &crate::model::Event, pool: &str) -> Finding {
+    let api = ctx.api(e);
+    let what = call_label(ctx, api, e);
+    let on = match &e.key {
+        Some(k) => format!("on {}", key_name(Some(k))),
+        None => "on an unnamed key".to_string(),
+    };
+    ctx.finding(
+        CheckId::IgnoredAcquireResult,
+        e,
+        format!("`{what}` {on} runs outside a transaction, on the pool `{pool}`: the lock ends with its own statement, so this lock protects nothing"),
+    )
+    .label(format!("`{what}` is released when this statement commits"))
+    .note("a transaction-scoped lock lasts until the end of its transaction; on a pool, every statement is a transaction of its own")
+    .help("take the lock inside the transaction that does the protected work (`let mut tx = pool.begin().await?;` then `.execute(&mut *tx)` for the lock and every write, then `tx.commit()`), or use a session lock on one connection checked out of the pool")
 }

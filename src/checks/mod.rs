@@ -19,7 +19,7 @@ mod unowned_release;
 mod unowned_renewal;
 mod unused_suppression;
 
-pub use common::{CheckCtx, Purposes};
+pub use common::{connection_of, CheckCtx, Conn, Purposes};
 
 use crate::finding::{Finding, Severity};
 

@@ -13,11 +13,11 @@
 
 use std::collections::BTreeSet;
 
-use super::common::{call_name, key_name, CheckCtx};
+use super::common::{call_label, call_name, connection_of, key_name, CheckCtx, Conn};
 use super::{CheckId, CheckInfo};
 use crate::finding::{Finding, Purpose, Severity};
 use crate::model::{Event, FileModel, FnModel};
-use crate::pack::{Role, TokenKind};
+use crate::pack::{Role, Scope, TokenKind};
 use crate::source::Span;
 
 pub(super) const INFO: CheckInfo = CheckInfo {
@@ -49,6 +49,11 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
 
 fn check_one(ctx: &CheckCtx, a: &Event, out: &mut Vec<Finding>) {
     let api = ctx.api(a);
+    if api.scope == Some(Scope::Transaction) {
+        if let Some(tx) = transaction_of(ctx, a) {
+            return check_in_transaction(ctx, a, &tx, out);
+        }
+    }
     let f = &ctx.model.fns[a.func];
     let kind = api
         .token
@@ -191,6 +196,60 @@ fn check_one(ctx: &CheckCtx, a: &Event, out: &mut Vec<Finding>) {
     out.push(finding.help(
         "take the token from the grant and make the resource check it on every write: `UPDATE … SET …, fence = $1 WHERE id = $2 AND fence < $1` (and require `rows_affected() == 1`), an etcd txn with `Compare::create_revision(lock_key, CompareOp::Equal, rev)`, or object_store `PutMode::Update`; on Redis there is no token, so use a consensus-backed lock (etcd, ZooKeeper) for correctness",
     ));
+}
+
+/// The transaction a transaction-scoped lock (`pg_advisory_xact_lock`) is
+/// taken in, when the code shows one (`&mut *tx` after `pool.begin()`).
+fn transaction_of(ctx: &CheckCtx, a: &Event) -> Option<String> {
+    match connection_of(ctx, a) {
+        c @ Conn::Transaction(_) => c.var().map(str::to_string),
+        _ => None,
+    }
+}
+
+/// A transaction-scoped lock fences the writes of its own transaction: the
+/// database ends the lock with the commit, so those writes cannot outlive
+/// it. Only writes that run outside the transaction are unfenced.
+fn check_in_transaction(ctx: &CheckCtx, a: &Event, tx: &str, out: &mut Vec<Finding>) {
+    let outside: Vec<&Event> = ctx
+        .model
+        .fn_events(a.func)
+        .filter(|e| e.role == Role::Effect && e.span.start.offset > a.span.end.offset)
+        .filter(|e| !e.mentions.contains(tx))
+        .collect();
+    // Only the function's own writes are judged: work handed the
+    // transaction (`save(&mut tx, ..)`) runs in it, and what other calls
+    // write is not followed for such a lock.
+    if outside.is_empty() {
+        return;
+    }
+    let api = ctx.api(a);
+    let mut f = ctx
+        .finding(
+            CheckId::UnfencedCorrectnessLock,
+            a,
+            format!(
+                "correctness lock {} is held by the transaction `{tx}`, but {} effect{} run{} outside it",
+                key_name(a.key.as_ref()),
+                outside.len(),
+                if outside.len() == 1 { "" } else { "s" },
+                if outside.len() == 1 { "s" } else { "" },
+            ),
+        )
+        .label(format!("`{}` is released when `{tx}` ends", call_label(ctx, api, a)));
+    for e in &outside {
+        f = f.secondary(
+            e.span,
+            format!(
+                "`{}` does not run in `{tx}`",
+                call_label(ctx, ctx.api(e), e)
+            ),
+        );
+    }
+    out.push(
+        f.note("the database ends the lock with the transaction, so writes in that transaction cannot outlive it; a write on another connection can")
+            .help(format!("run every protected write through `{tx}` (`.execute(&mut *{tx})`), so that it commits or rolls back together with the lock")),
+    );
 }
 
 /// Where the acquisition's release happens in the same function.
