@@ -225,6 +225,8 @@ fn inventory_lists_every_backend_acquisition_and_no_in_process_lock() {
             "owner-checked",
             "owner-checked (on drop)",
             "unowned",
+            "unowned (through a pool)",
+            "at transaction end",
             "not found",
         ]
         .contains(&release)

@@ -125,7 +125,8 @@ pub fn call_name(api: &Api, e: &Event) -> String {
     }
 }
 
-/// `` `key` `` for messages, or "the lock" when the key is not visible.
+/// `` `key` `` for messages, or "an unnamed key" when the key is not visible
+/// (prefer [`subject`], which names the call then).
 pub fn key_name(key: Option<&Key>) -> String {
     match key {
         Some(k) => {
@@ -137,16 +138,34 @@ pub fn key_name(key: Option<&Key>) -> String {
                 format!("`{t}`")
             }
         }
-        None => "the lock".to_string(),
+        None => "an unnamed key".to_string(),
     }
 }
 
-/// Appends the pack's flaw note and help (if any) to a finding.
-pub fn with_pack_notes(mut f: Finding, api: &Api, default_help: &str) -> Finding {
-    if let Some(flaw) = &api.flaw {
+/// Appends the API's flaw note and the help for `check` to a finding.
+pub fn with_pack_notes(ctx: &CheckCtx, mut f: Finding, check: CheckId, e: &Event) -> Finding {
+    if let Some(flaw) = &ctx.api(e).flaw {
         f = f.note(format!("known flaw: {flaw}"));
     }
-    f.help(api.help.clone().unwrap_or_else(|| default_help.to_string()))
+    f.help(help_for(ctx.packs, e.api, check))
+}
+
+/// What to write instead, for a finding of `check` about the API `r`: in
+/// the terms of that API's pack, else the check's backend-neutral help.
+pub fn help_for(packs: &PackSet, r: crate::pack::ApiRef, check: CheckId) -> String {
+    packs
+        .help(r, check.as_str())
+        .unwrap_or(check.info().help)
+        .to_string()
+}
+
+/// What a message calls the lock of an event: `` lock `key` ``, or, when the
+/// key is not visible, the call itself: `` `SET … NX` on an unnamed key ``.
+pub fn subject(ctx: &CheckCtx, e: &Event) -> String {
+    match &e.key {
+        Some(k) => format!("lock {}", key_name(Some(k))),
+        None => format!("`{}` on an unnamed key", call_label(ctx, ctx.api(e), e)),
+    }
 }
 
 /// An expiry set right after an acquisition that had none (`SETNX` then

@@ -1,7 +1,9 @@
 //! `ignored-acquire-result`: the code discards whether the acquire
 //! succeeded and proceeds as if it held the lock.
 
-use super::common::{call_label, call_name, connection_of, key_name, CheckCtx, Conn};
+use super::common::{
+    call_label, connection_of, key_name, subject, with_pack_notes, CheckCtx, Conn,
+};
 use super::{CheckId, CheckInfo};
 use crate::finding::{Finding, Severity};
 use crate::model::ResultUse;
@@ -14,8 +16,11 @@ pub(super) const INFO: CheckInfo = CheckInfo {
     docs: include_str!("ignored_acquire_result.md"),
     precision: "high",
     tags: &["distributed-lock", "correctness"],
+    help: HELP,
     run: Some(run),
 };
+
+const HELP: &str = "bind the result and stop when the lock was not won (an empty or false reply, `None`, `Err`); `?` alone only catches a failed call";
 
 fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
     for e in ctx.takes() {
@@ -38,27 +43,21 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
             ResultUse::Swallowed { how } => how.clone(),
             _ => continue,
         };
-        let what = if flag {
-            "whether it won the lock"
-        } else {
-            "whether the acquire failed"
+        let what = match (&e.key, flag) {
+            (Some(_), true) => format!("whether it won {}", subject(ctx, e)),
+            (Some(_), false) => format!("whether taking {} failed", subject(ctx, e)),
+            (None, true) => format!("whether {} won", subject(ctx, e)),
+            (None, false) => format!("whether {} failed", subject(ctx, e)),
         };
-        out.push(
-            ctx.finding(
+        let f = ctx
+            .finding(
                 CheckId::IgnoredAcquireResult,
                 e,
-                format!(
-                    "{how}, so the code cannot know {what} on {}",
-                    key_name(e.key.as_ref())
-                ),
+                format!("{how}, so the code cannot know {what}"),
             )
-            .label(format!("`{}` reports whether the lock was taken", call_name(api, e)))
-            .note("when another client holds the lock, this code carries on as if it held it: two holders")
-            .help(format!(
-                "bind the reply and stop when the lock was not won, e.g. `let won: bool = con.set_nx(..)?; if !won {{ return Ok(()) }}`{}",
-                if flag { "" } else { "; propagate the error with `?`" }
-            )),
-        );
+            .label(format!("`{}` reports whether the lock was taken", call_label(ctx, api, e)))
+            .note("when another client holds the lock, this code carries on as if it held it: two holders");
+        out.push(with_pack_notes(ctx, f, CheckId::IgnoredAcquireResult, e));
     }
 }
 

@@ -19,7 +19,7 @@ mod unowned_release;
 mod unowned_renewal;
 mod unused_suppression;
 
-pub use common::{connection_of, CheckCtx, Conn, Purposes};
+pub use common::{connection_of, help_for, CheckCtx, Conn, Purposes};
 
 use crate::finding::{Finding, Severity};
 
@@ -111,6 +111,9 @@ pub struct CheckInfo {
     pub precision: &'static str,
     /// SARIF `properties.tags`.
     pub tags: &'static [&'static str],
+    /// What to write instead, naming no backend: used when the pack of the
+    /// backend at hand has no help of its own for this check.
+    pub help: &'static str,
     /// Runs over one file's model. `None` for checks the engine emits itself
     /// (`parse-error`, `unused-suppression`).
     pub run: Option<fn(&CheckCtx, &mut Vec<Finding>)>,

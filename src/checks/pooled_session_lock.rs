@@ -10,7 +10,7 @@
 //! transaction (`tx`, `Transaction`), a dereferenced guard (`&mut *conn`)
 //! or a connection type pins one connection and is fine.
 
-use super::common::{call_label, connection_of, key_name, CheckCtx, Conn};
+use super::common::{call_label, connection_of, help_for, key_name, CheckCtx, Conn};
 use super::{CheckId, CheckInfo};
 use crate::finding::{Finding, Severity};
 use crate::pack::{Role, Scope};
@@ -22,6 +22,7 @@ pub(super) const INFO: CheckInfo = CheckInfo {
     docs: include_str!("pooled_session_lock.md"),
     precision: "high",
     tags: &["distributed-lock", "availability", "correctness"],
+    help: HELP,
     run: Some(run),
 };
 
@@ -74,6 +75,6 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
             .label(format!("`{what}` runs on whichever pooled connection is free"))
             .note("a session lock can only be released by the connection that took it: on any other connection the unlock returns false and the lock stays held")
         };
-        out.push(f.help(HELP));
+        out.push(f.help(help_for(ctx.packs, e.api, CheckId::PooledSessionLock)));
     }
 }

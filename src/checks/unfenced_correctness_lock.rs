@@ -13,7 +13,7 @@
 
 use std::collections::BTreeSet;
 
-use super::common::{call_label, call_name, connection_of, key_name, CheckCtx, Conn};
+use super::common::{call_label, connection_of, help_for, subject, CheckCtx, Conn};
 use super::{CheckId, CheckInfo};
 use crate::finding::{Finding, Purpose, Severity};
 use crate::model::{Event, FileModel, FnModel};
@@ -27,8 +27,11 @@ pub(super) const INFO: CheckInfo = CheckInfo {
     docs: include_str!("unfenced_correctness_lock.md"),
     precision: "medium",
     tags: &["distributed-lock", "correctness", "fencing"],
+    help: HELP,
     run: Some(run),
 };
+
+const HELP: &str = "take a fencing token from the grant and make the resource check it on every write (a version or fence column compared in the write's own condition, a conditional put), or keep this lock for efficiency and protect correctness where the state lives";
 
 const MAX_DEPTH: usize = 3;
 
@@ -82,7 +85,7 @@ fn check_one(ctx: &CheckCtx, a: &Event, out: &mut Vec<Finding>) {
                         span: e.span,
                         text: format!(
                             "`{}` writes without the fencing token",
-                            call_name(ctx.api(e), e)
+                            call_label(ctx, ctx.api(e), e)
                         ),
                     });
                 }
@@ -118,41 +121,47 @@ fn check_one(ctx: &CheckCtx, a: &Event, out: &mut Vec<Finding>) {
         }
     }
 
-    let key = key_name(a.key.as_ref());
+    let lock = subject(ctx, a);
     let token_note = api.token.as_ref().and_then(|t| t.note.clone());
     let mut finding = match kind {
         TokenKind::Monotonic if unfenced.is_empty() => return,
-        TokenKind::Monotonic if a.binding.is_empty() => ctx.finding(
-            CheckId::UnfencedCorrectnessLock,
-            a,
-            format!("correctness lock {key} is never asked for its fencing token"),
-        )
-        .label("the grant is not bound to a name, so its token cannot reach any effect"),
-        TokenKind::Monotonic => ctx.finding(
-            CheckId::UnfencedCorrectnessLock,
-            a,
-            format!(
-                "correctness lock {key}: {} effect{} in the critical section carr{} no fencing token",
+        TokenKind::Monotonic if a.binding.is_empty() => ctx
+            .finding(
+                CheckId::UnfencedCorrectnessLock,
+                a,
+                format!("correctness {lock} is never asked for its fencing token"),
+            )
+            .label("the grant is not bound to a name, so its token cannot reach any effect"),
+        TokenKind::Monotonic => ctx
+            .finding(
+                CheckId::UnfencedCorrectnessLock,
+                a,
+                format!(
+                "correctness {lock}: {} effect{} in the critical section carr{} no fencing token",
                 unfenced.len(),
                 if unfenced.len() == 1 { "" } else { "s" },
                 if unfenced.len() == 1 { "ies" } else { "y" },
             ),
-        )
-        .label("the grant carries a token, but it does not reach the effects"),
-        TokenKind::OwnerId | TokenKind::None => ctx.finding(
-            CheckId::UnfencedCorrectnessLock,
-            a,
-            format!(
-                "correctness lock {key} has no fencing token: {} hands back {}",
-                a.backend,
-                if kind == TokenKind::OwnerId {
-                    "only a random owner value, which orders nothing"
-                } else {
-                    "nothing a resource could check"
-                }
-            ),
-        )
-        .label(format!("`{}` cannot fence the work it protects", call_name(api, a))),
+            )
+            .label("the grant carries a token, but it does not reach the effects"),
+        TokenKind::OwnerId | TokenKind::None => ctx
+            .finding(
+                CheckId::UnfencedCorrectnessLock,
+                a,
+                format!(
+                    "correctness {lock} has no fencing token: {} hands back {}",
+                    a.backend,
+                    if kind == TokenKind::OwnerId {
+                        "only a random owner value, which orders nothing"
+                    } else {
+                        "nothing a resource could check"
+                    }
+                ),
+            )
+            .label(format!(
+                "`{}` cannot fence the work it protects",
+                call_label(ctx, api, a)
+            )),
     };
     for u in &unfenced {
         finding = finding.secondary(u.span, u.text.clone());
@@ -193,9 +202,7 @@ fn check_one(ctx: &CheckCtx, a: &Event, out: &mut Vec<Finding>) {
     if effects == 0 && kind != TokenKind::Monotonic {
         finding = finding.note("no effect of the critical section is visible here; wherever the work happens, nothing can reject a stale holder");
     }
-    out.push(finding.help(
-        "take the token from the grant and make the resource check it on every write: `UPDATE … SET …, fence = $1 WHERE id = $2 AND fence < $1` (and require `rows_affected() == 1`), an etcd txn with `Compare::create_revision(lock_key, CompareOp::Equal, rev)`, or object_store `PutMode::Update`; on Redis there is no token, so use a consensus-backed lock (etcd, ZooKeeper) for correctness",
-    ));
+    out.push(finding.help(help_for(ctx.packs, a.api, CheckId::UnfencedCorrectnessLock)));
 }
 
 /// The transaction a transaction-scoped lock (`pg_advisory_xact_lock`) is
@@ -229,8 +236,8 @@ fn check_in_transaction(ctx: &CheckCtx, a: &Event, tx: &str, out: &mut Vec<Findi
             CheckId::UnfencedCorrectnessLock,
             a,
             format!(
-                "correctness lock {} is held by the transaction `{tx}`, but {} effect{} run{} outside it",
-                key_name(a.key.as_ref()),
+                "correctness {} is held by the transaction `{tx}`, but {} effect{} run{} outside it",
+                subject(ctx, a),
                 outside.len(),
                 if outside.len() == 1 { "" } else { "s" },
                 if outside.len() == 1 { "s" } else { "" },

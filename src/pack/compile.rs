@@ -1,7 +1,7 @@
 //! `RawPack` → [`Pack`]: validation. Every problem in a pack is collected and
 //! reported together, each at its own line and column.
 
-use super::raw::{RawApi, RawExpiry, RawKey, RawMatch, RawPack};
+use super::raw::{RawApi, RawExpiry, RawHelp, RawKey, RawMatch, RawPack};
 use super::{Api, Evidence, Expiry, ExpirySource, KeySpec, Matcher, Pack, Pattern, Role, Token};
 use crate::diag::{Collector, YamlErrors};
 use crate::yamlloc::Seg;
@@ -26,6 +26,7 @@ pub(super) fn compile(path: &str, text: &str, builtin: bool) -> Result<Pack, Yam
             Some("name the backend, e.g. `redis`".into()),
         );
     }
+    check_help_keys(&mut c, &[], &raw.help);
     let mut apis = Vec::new();
     let mut seen = std::collections::HashMap::new();
     for (i, api) in raw.apis.iter().enumerate() {
@@ -66,6 +67,7 @@ pub(super) fn compile(path: &str, text: &str, builtin: bool) -> Result<Pack, Yam
         consensus: raw.consensus,
         consensus_note: raw.consensus_note,
         trigger_words: raw.trigger_words,
+        help: raw.help,
         apis,
     })
 }
@@ -83,6 +85,7 @@ fn recover(c: &mut Collector, text: &str, first: &yaml_serde::Error) {
         consensus_note: None,
         trigger_words: Vec::new(),
         discard_methods: Vec::new(),
+        help: Default::default(),
         apis: Vec::new(),
     };
     let mut seen = std::collections::HashMap::new();
@@ -161,6 +164,17 @@ fn compile_api(
     if c.problems.len() > before {
         return None;
     }
+    let (help, help_by_check) = match &raw.help {
+        None => (None, Default::default()),
+        Some(RawHelp::All(t)) => (Some(t.clone()), Default::default()),
+        Some(RawHelp::PerCheck(m)) => {
+            check_help_keys(c, &base, m);
+            (None, m.clone())
+        }
+    };
+    if c.problems.len() > before {
+        return None;
+    }
     let mut discard = raw.discard_methods.clone();
     discard.extend(pack.discard_methods.iter().cloned());
     Some(Api {
@@ -184,8 +198,29 @@ fn compile_api(
         scope: raw.scope,
         released_on_drop: raw.released_on_drop,
         flaw: raw.flaw.clone(),
-        help: raw.help.clone(),
+        help,
+        help_by_check,
     })
+}
+
+/// Every key of a `help:` map must be a check id.
+fn check_help_keys(
+    c: &mut Collector,
+    at: &[Seg],
+    help: &std::collections::BTreeMap<String, String>,
+) {
+    for key in help.keys() {
+        if crate::checks::CheckId::parse(key).is_none() {
+            let mut p = at.to_vec();
+            p.push(Seg::from("help"));
+            p.push(Seg::from(key.as_str()));
+            c.at(
+                &p,
+                format!("`{key}` is not a check id"),
+                Some("`lockaudit rules` lists the check ids".into()),
+            );
+        }
+    }
 }
 
 fn compile_match(c: &mut Collector, at: &[Seg], m: &RawMatch, builtin: bool) -> Option<Matcher> {
