@@ -349,3 +349,36 @@ fn every_builtin_pattern_compiles() {
     }
     assert!(count > 50, "only {count} patterns");
 }
+
+/// Covers #16: every API of every built-in pack says where its shape comes
+/// from: a `# source:` comment right under its `- id:` naming the crate (or
+/// manual) and its version, or saying that the shape is not pinned to one.
+#[test]
+fn every_builtin_api_names_its_source() {
+    let version = regex::Regex::new(r"\d+\.(\d+|x)|not pinned").unwrap();
+    let mut bad = Vec::new();
+    let mut apis = 0;
+    for path in files_under(&root().join("rules"), "yaml") {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, l) in lines.iter().enumerate() {
+            let Some(id) = l.strip_prefix("  - id: ") else {
+                continue;
+            };
+            apis += 1;
+            let src = lines
+                .get(i + 1)
+                .and_then(|n| n.trim().strip_prefix("# source: "));
+            match src {
+                Some(s) if version.is_match(s) => {}
+                Some(s) => bad.push(format!(
+                    "{}: {id}: source without a version: {s}",
+                    rel(&path)
+                )),
+                None => bad.push(format!("{}: {id}: no `# source:` line", rel(&path))),
+            }
+        }
+    }
+    assert!(apis > 150, "only {apis} apis found");
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
