@@ -66,7 +66,11 @@ fn row(ctx: &CheckCtx, e: &Event) -> LockRow {
         key: e
             .key
             .as_ref()
-            .map(|k| k.literal.clone().unwrap_or_else(|| k.text.clone()))
+            .map(|k| {
+                k.literal
+                    .clone()
+                    .unwrap_or_else(|| crate::checks::key_display(&k.text))
+            })
             .unwrap_or_default(),
         purpose,
         expiry,

@@ -189,7 +189,11 @@ fn marked_acquisitions(path: &Path) -> Vec<usize> {
             target += 1;
             rest = r;
         }
-        if rest.split(',').any(|c| c.trim() == "missing-purpose") {
+        // `//~ id "message text"`: the id is the item's first word.
+        if rest
+            .split(',')
+            .any(|c| c.split_whitespace().next() == Some("missing-purpose"))
+        {
             lines.push(target as usize);
         }
     }

@@ -130,7 +130,7 @@ pub fn call_name(api: &Api, e: &Event) -> String {
 pub fn key_name(key: Option<&Key>) -> String {
     match key {
         Some(k) => {
-            let t = k.text.replace('\n', " ");
+            let t = key_display(&k.text);
             if t.chars().count() > 48 {
                 let short: String = t.chars().take(45).collect();
                 format!("`{short}…`")
@@ -140,6 +140,27 @@ pub fn key_name(key: Option<&Key>) -> String {
         }
         None => "an unnamed key".to_string(),
     }
+}
+
+/// A key as written, without the wrapping that only carries it: a typed
+/// value constructor with a one- or two-letter variant
+/// (`AttributeValue::S(name.into())` shows as `name`) and a trailing
+/// `.into()`, `.clone()` or `.to_string()`.
+pub fn key_display(text: &str) -> String {
+    static RE: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    let re = RE.get_or_init(|| {
+        Regex::new(r"^(?:\w+::)*[A-Z][A-Za-z]*::[A-Z]{1,2}\((.+)\)$").expect("valid regex")
+    });
+    let mut t = text.replace('\n', " ").trim().to_string();
+    if let Some(c) = re.captures(&t) {
+        t = c[1].trim().to_string();
+    }
+    for suffix in [".into()", ".clone()", ".to_string()", ".to_owned()"] {
+        if let Some(r) = t.strip_suffix(suffix) {
+            t = r.to_string();
+        }
+    }
+    t
 }
 
 /// Appends the API's flaw note and the help for `check` to a finding.

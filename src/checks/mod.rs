@@ -19,7 +19,7 @@ mod unowned_release;
 mod unowned_renewal;
 mod unused_suppression;
 
-pub use common::{connection_of, help_for, CheckCtx, Conn, Purposes};
+pub use common::{connection_of, help_for, key_display, CheckCtx, Conn, Purposes};
 
 use crate::finding::{Finding, Severity};
 

@@ -1658,10 +1658,12 @@ impl<'ast> View<'ast> {
         for spec in &api.key {
             let e = match spec {
                 KeySpec::Arg(i) => self.args.get(*i).copied(),
-                KeySpec::Method { name, nth } => self.chain_segs[self.from..self.end]
+                KeySpec::Method { name, nth, arg } => self.chain_segs[self.from..self.end]
                     .iter()
                     .filter_map(|s| match &s.kind {
-                        SegKind::Method { name: n, args, .. } if n == name => args.first().copied(),
+                        SegKind::Method { name: n, args, .. } if n == name => {
+                            args.get(*arg).copied()
+                        }
                         _ => None,
                     })
                     .filter(|a| {

@@ -346,14 +346,15 @@ fn compile_match(c: &mut Collector, at: &[Seg], m: &RawMatch, builtin: bool) -> 
 fn compile_key(k: &RawKey) -> Result<KeySpec, String> {
     match (k.arg, &k.method, &k.field, k.root_arg) {
         (Some(a), None, None, None) if k.nth.is_none() => Ok(KeySpec::Arg(a)),
-        (None, Some(m), None, None) => Ok(KeySpec::Method {
+        (a, Some(m), None, None) => Ok(KeySpec::Method {
             name: m.clone(),
             nth: k.nth.unwrap_or(0),
+            arg: a.unwrap_or(0),
         }),
         (None, None, Some(f), None) if k.nth.is_none() => Ok(KeySpec::Field(f.clone())),
         (None, None, None, Some(a)) if k.nth.is_none() => Ok(KeySpec::RootArg(a)),
         _ => Err(
-            "a key names exactly one of `arg`, `method`, `field` or `root-arg` (`nth` goes with `method`)"
+            "a key names exactly one of `arg`, `method`, `field` or `root-arg` (`nth`, and `arg` for the argument index, go with `method`)"
                 .into(),
         ),
     }

@@ -96,7 +96,12 @@ impl Matcher {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KeySpec {
     Arg(usize),
-    Method { name: String, nth: usize },
+    /// Argument `arg` (0 unless given) of the `nth` call of a chain method.
+    Method {
+        name: String,
+        nth: usize,
+        arg: usize,
+    },
     Field(String),
     RootArg(usize),
 }

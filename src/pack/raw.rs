@@ -238,7 +238,9 @@ pub enum Evidence {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct RawKey {
-    /// Argument index (0-based) of the matched call.
+    /// Argument index (0-based) of the matched call; with `method`, the
+    /// argument of that method (`{ method: item, arg: 1 }` is the value of
+    /// `.item("lock_id", value)`).
     #[serde(default)]
     pub arg: Option<usize>,
     /// A later method in the chain whose first argument is the key (`arg`
