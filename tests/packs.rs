@@ -386,3 +386,48 @@ fn every_builtin_api_names_its_source() {
     assert!(apis > 150, "only {apis} apis found");
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
+
+/// Covers #16: every API of every built-in pack is exercised by at least
+/// one fixture: some call in `fixtures/` is classified as that API. An API
+/// no fixture reaches is a shape nobody has checked against real code.
+#[test]
+fn every_builtin_api_is_covered_by_a_fixture() {
+    use lockaudit::model::extract::{extract, Options};
+    let packs = PackSet::builtin();
+    let settings = lockaudit::config::Settings::default();
+    let mut covered = BTreeSet::new();
+    let mut files = files_under(&root().join("fixtures"), "rs");
+    files.retain(|p| !p.to_string_lossy().contains("/fixtures/packs/bad/"));
+    assert!(files.len() > 50, "expected the fixtures");
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let Ok(file) = syn::parse_file(&text) else {
+            continue;
+        };
+        let src = lockaudit::source::SourceFile::new(rel(&path), text.clone());
+        let opts = Options {
+            lock_name: &settings.lock_name,
+            detail: true,
+        };
+        for e in extract(&file, &src, &packs, &opts).events {
+            covered.insert(e.api);
+        }
+    }
+    let mut missing = Vec::new();
+    let mut total = 0;
+    for (pi, pack) in packs.packs.iter().enumerate() {
+        for (ai, api) in pack.apis.iter().enumerate() {
+            total += 1;
+            if !covered.contains(&lockaudit::pack::ApiRef { pack: pi, api: ai }) {
+                missing.push(format!("{}: {}", pack.source, api.id));
+            }
+        }
+    }
+    assert!(total > 150, "only {total} apis");
+    assert!(
+        missing.is_empty(),
+        "{} of {total} built-in apis have no fixture:\n{}",
+        missing.len(),
+        missing.join("\n")
+    );
+}
