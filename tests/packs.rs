@@ -407,6 +407,7 @@ fn every_builtin_api_is_covered_by_a_fixture() {
         let src = lockaudit::source::SourceFile::new(rel(&path), text.clone());
         let opts = Options {
             lock_name: &settings.lock_name,
+            own_crate: None,
             detail: true,
         };
         for e in extract(&file, &src, &packs, &opts).events {

@@ -85,6 +85,10 @@ const OPAQUE_MACROS: &[&str] = &[
 
 pub struct Options<'a> {
     pub lock_name: &'a Regex,
+    /// The pack crate this file belongs to (its `Cargo.toml` names it): a
+    /// lock crate's own source never imports itself, so the crate is
+    /// evidence there.
+    pub own_crate: Option<&'a str>,
     /// Always run the detailed pass (lets, assignments, calls), even in a
     /// file without lock events: a helper another file's lock calls into.
     pub detail: bool,
@@ -103,6 +107,7 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
             .iter()
             .filter(|c| packs.crate_names.contains(*c))
             .cloned()
+            .chain(opts.own_crate.map(str::to_string))
             .collect(),
         local_fns: index.fns.iter().map(|f| f.name.clone()).collect(),
         modules: index.modules.iter().cloned().collect(),
