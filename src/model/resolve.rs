@@ -45,6 +45,8 @@ pub struct CrateResolver<'a> {
     models: Mutex<HashMap<String, Option<Arc<FileModel>>>>,
     /// Crate root → its package name.
     names: Mutex<HashMap<PathBuf, Option<String>>>,
+    /// The repository's top directory, found on first use.
+    top: std::sync::OnceLock<PathBuf>,
 }
 
 impl<'a> CrateResolver<'a> {
@@ -56,6 +58,7 @@ impl<'a> CrateResolver<'a> {
             crates: Mutex::new(HashMap::new()),
             models: Mutex::new(HashMap::new()),
             names: Mutex::new(HashMap::new()),
+            top: std::sync::OnceLock::new(),
         }
     }
 
@@ -155,6 +158,18 @@ fn package_name(manifest: &str) -> Option<String> {
 impl FnResolver for CrateResolver<'_> {
     fn crate_name(&self, from: &str) -> Option<String> {
         let root = self.crate_root(from)?;
+        // Only manifests inside the repository (the git top level above the
+        // current directory, else the current directory) are read.
+        let top = self.top.get_or_init(|| {
+            let cwd = std::fs::canonicalize(&self.cwd).unwrap_or_else(|_| self.cwd.clone());
+            cwd.ancestors()
+                .find(|d| d.join(".git").exists())
+                .map(Path::to_path_buf)
+                .unwrap_or(cwd)
+        });
+        if !root.starts_with(top) {
+            return None;
+        }
         if let Some(n) = self.names.lock().unwrap().get(&root) {
             return n.clone();
         }
