@@ -529,6 +529,55 @@ pub fn call_label(ctx: &CheckCtx, api: &Api, e: &Event) -> String {
                 }
             }
         }
+        // The statement is out of sight (a `match` of SQL strings, a field):
+        // name the SQL function the pack's pattern is about.
+        if !api.id.contains("lua") {
+            if let Some(name) = m.text.first().and_then(|p| pattern_name(p.as_str())) {
+                return format!("{name}(..)");
+            }
+        }
     }
     call_name(api, e)
+}
+
+/// The function name a text pattern such as `(?i)\bpg_advisory_lock(_shared)?\s*\(`
+/// is about: its first identifier of three or more characters.
+fn pattern_name(pattern: &str) -> Option<String> {
+    let plain = pattern.replace("(?i)", "").replace("\\b", " ");
+    plain
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .find(|w| w.len() >= 3 && w.chars().next().is_some_and(|c| c.is_ascii_alphabetic()))
+        .map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_text_pattern_names_its_sql_function() {
+        assert_eq!(
+            pattern_name(r"(?i)\bpg_try_advisory_xact_lock(_shared)?\s*\(").as_deref(),
+            Some("pg_try_advisory_xact_lock")
+        );
+        assert_eq!(
+            pattern_name(r"(?i)\bget_lock\s*\(").as_deref(),
+            Some("get_lock")
+        );
+        assert_eq!(pattern_name(r"\s*\(").as_deref(), None);
+    }
+
+    #[test]
+    fn keys_show_without_their_wrapping() {
+        assert_eq!(key_display("AttributeValue::S(name.into())"), "name");
+        assert_eq!(
+            key_display("aws_sdk_dynamodb::types::AttributeValue::N(n.to_string())"),
+            "n"
+        );
+        assert_eq!(
+            key_display("PgAdvisoryLockKey::BigInt(42)"),
+            "PgAdvisoryLockKey::BigInt(42)"
+        );
+        assert_eq!(key_display("lock_key.clone()"), "lock_key");
+    }
 }
