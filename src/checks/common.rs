@@ -411,12 +411,16 @@ fn classify_conn(ctx: &CheckCtx, e: &Event, executor: &str) -> Conn {
         ws.iter()
             .any(|w| crate::model::lockname::mentions_word(name, w))
     };
+    // A dereferenced guard (`&mut *conn`) is one connection, but `&*pool`
+    // (an `Arc<PgPool>`) is still the pool.
     if has(&["tx", "txn", "trx", "transaction", "xact"]) {
         Conn::Transaction(shown)
-    } else if has(&["conn", "connection", "client", "session"]) || deref {
+    } else if has(&["conn", "connection", "client", "session"]) {
         Conn::Pinned(shown)
     } else if has(&["pool", "pools"]) {
         Conn::Pool(shown)
+    } else if deref {
+        Conn::Pinned(shown)
     } else {
         Conn::Unknown
     }
