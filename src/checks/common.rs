@@ -391,8 +391,24 @@ fn classify_conn(ctx: &CheckCtx, e: &Event, executor: &str) -> Conn {
             break;
         }
     }
-    // A connection taken inline for this one statement, or any other
-    // expression: nothing to say.
+    // A connection checked out of a pool for this one statement
+    // (`&mut *pool.acquire().await?`): it goes back to the pool when the
+    // statement ends, holding whatever session lock it took.
+    if let Some(pool) = inline_checkout(t) {
+        let pooled = declared_type(ctx, e, pool)
+            .and_then(|ty| classify_type(&ty, ""))
+            .map(|c| matches!(c, Conn::Pool(_)))
+            .unwrap_or_else(|| {
+                let name = pool.rsplit('.').next().unwrap_or(pool);
+                crate::model::lockname::mentions_word(name, "pool")
+            });
+        return if pooled {
+            Conn::Pool(executor.to_string())
+        } else {
+            Conn::Unknown
+        };
+    }
+    // Any other expression: nothing to say.
     if t.is_empty()
         || !t
             .chars()
@@ -424,6 +440,17 @@ fn classify_conn(ctx: &CheckCtx, e: &Event, executor: &str) -> Conn {
     } else {
         Conn::Unknown
     }
+}
+
+/// `pool` of `pool.acquire().await?`, `self.pool.get().await.unwrap()`,
+/// `pool.get_conn().await?`.
+fn inline_checkout(t: &str) -> Option<&str> {
+    static RE: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    let re = RE.get_or_init(|| {
+        Regex::new(r"^([A-Za-z_][\w.]*)\.(?:acquire|get|get_conn|get_connection|get_owned)\(\)(?:\.await)?(?:\?|\.unwrap\(\)|\.expect\([^()]*\))?$")
+            .expect("valid regex")
+    });
+    re.captures(t).and_then(|c| c.get(1)).map(|m| m.as_str())
 }
 
 fn classify_type(ty: &str, shown: &str) -> Option<Conn> {

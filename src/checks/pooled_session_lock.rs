@@ -52,11 +52,13 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
                 Some(k) => format!("session lock {}", key_name(Some(k))),
                 None => format!("`{what}` on an unnamed key"),
             };
-            ctx.finding(
-                CheckId::PooledSessionLock,
-                e,
-                format!("{subject} is taken through the pool `{pool}`: the unlock can run on another connection and leave it held"),
-            )
+            // `&mut *pool.acquire().await?`: checked out for one statement.
+            let message = if pool.contains('(') {
+                format!("{subject} is taken on a connection checked out for this statement only (`{pool}`): it goes back to the pool still holding the lock")
+            } else {
+                format!("{subject} is taken through the pool `{pool}`: the unlock can run on another connection and leave it held")
+            };
+            ctx.finding(CheckId::PooledSessionLock, e, message)
             .label(format!("`{what}` holds the lock on whichever pooled connection runs it"))
             .note("the lock belongs to the database session that took it: the pool hands that connection back after this statement, the unlock goes to another one, returns false, and the lock stays held until the pooled connection closes")
         } else {
