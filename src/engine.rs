@@ -107,8 +107,14 @@ impl Engine<'_> {
                 return self.finish(&src, vec![f], None);
             }
         };
+        // Inside a lock crate's own source the crate is evidence, and the
+        // file is always parsed: the pre-filter looks for the crate's name.
+        let own_crate = self
+            .resolver
+            .and_then(|r| r.crate_name(path))
+            .filter(|c| self.packs.crate_names.contains(c));
         if let Some(pre) = self.prefilter {
-            if !pre.could_match(text.as_bytes()) {
+            if own_crate.is_none() && !pre.could_match(text.as_bytes()) {
                 return FileOutcome::default();
             }
         }
@@ -151,6 +157,7 @@ impl Engine<'_> {
             self.packs,
             &Options {
                 lock_name: &self.settings.lock_name,
+                own_crate: own_crate.as_deref(),
             },
         );
         if let Some(line) = model.too_deep {

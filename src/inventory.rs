@@ -4,8 +4,9 @@
 use serde::Serialize;
 
 use crate::checks::CheckCtx;
+use crate::checks::{connection_of, Conn};
 use crate::model::{Event, ExpiryState};
-use crate::pack::{Role, TokenKind};
+use crate::pack::{Role, Scope, TokenKind};
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, PartialOrd, Ord)]
 pub struct LockRow {
@@ -40,6 +41,7 @@ fn row(ctx: &CheckCtx, e: &Event) -> LockRow {
         ExpiryState::Set(None) => "set".to_string(),
         ExpiryState::Missing => "none".to_string(),
         ExpiryState::Server(_) => "server lease".to_string(),
+        ExpiryState::Session if api.scope == Some(Scope::Transaction) => "transaction".to_string(),
         ExpiryState::Session => "session".to_string(),
         ExpiryState::Unknown => "unknown".to_string(),
     };
@@ -64,7 +66,11 @@ fn row(ctx: &CheckCtx, e: &Event) -> LockRow {
         key: e
             .key
             .as_ref()
-            .map(|k| k.literal.clone().unwrap_or_else(|| k.text.clone()))
+            .map(|k| {
+                k.literal
+                    .clone()
+                    .unwrap_or_else(|| crate::checks::key_display(&k.text))
+            })
             .unwrap_or_default(),
         purpose,
         expiry,
@@ -114,6 +120,15 @@ fn release_of(ctx: &CheckCtx, e: &Event) -> String {
         .release_for(ctx.model, e.id)
         .map(|r| &ctx.model.events[r]);
     match found {
+        // The database ends it with the transaction; an unlock does nothing.
+        _ if ctx.api(e).scope == Some(Scope::Transaction) => "at transaction end".to_string(),
+        // A session lock's unlock only works on the connection that holds it.
+        Some(r)
+            if ctx.api(r).scope == Some(Scope::Session)
+                && matches!(connection_of(ctx, r), Conn::Pool(_)) =>
+        {
+            "unowned (through a pool)".to_string()
+        }
         Some(r) => match ctx.api(r).owner_checked {
             Some(true) => "owner-checked".to_string(),
             Some(false) => "unowned".to_string(),

@@ -1898,3 +1898,28 @@ mod lsp {
         assert!(child.wait().unwrap().success());
     }
 }
+
+/// Covers #16: inside a lock crate's own source (its `Cargo.toml` names a
+/// pack crate) the crate is the evidence, since it never imports itself;
+/// the same code in a crate of another name is nothing.
+#[test]
+fn a_lock_crates_own_source_is_evidence_for_it() {
+    let run = lockaudit(&project("lock-crate"), &["check", "--format", "short", "."]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stdout
+            .contains("src/lib.rs:17:14: error[missing-purpose]: lock acquisition of `resources`"),
+        "{run:?}"
+    );
+    let twin = lockaudit(
+        &project("lock-crate-user"),
+        &["check", "--format", "short", "."],
+    );
+    assert_eq!(twin.code, 0, "{twin:?}");
+    // The pre-filter lets the crate's files through, with the same result.
+    let unfiltered = lockaudit(
+        &project("lock-crate"),
+        &["check", "--format", "short", "--no-prefilter", "."],
+    );
+    assert_eq!(unfiltered.stdout, run.stdout);
+}

@@ -200,3 +200,158 @@ fn dogfood() {
     }
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
+
+/// Words that name a backend, or advice that only makes sense on it, by
+/// family (Redis and the Redlock crates are one family). Matched at the
+/// start of a word, any case.
+const BACKEND_WORDS: &[(&str, &[&str])] = &[
+    (
+        "redis",
+        &[
+            "redis", "valkey", "set_nx", "setnx", "lua", "pexpire", "delifeq", "redlock", "rslock",
+        ],
+    ),
+    (
+        "postgres",
+        &[
+            "postgres",
+            "pg_advisory",
+            "pg_try_advisory",
+            "pgpool",
+            "pgadvisory",
+        ],
+    ),
+    ("mysql", &["mysql", "get_lock", "release_lock", "mariadb"]),
+    (
+        "etcd",
+        &["etcd", "lease_grant", "txnop", "lease_keep_alive"],
+    ),
+    (
+        "dynamodb",
+        &[
+            "dynamodb",
+            "put_item",
+            "update_item",
+            "condition_expression",
+            "conditionalcheckfailed",
+        ],
+    ),
+    ("consul", &["consul"]),
+    (
+        "zookeeper",
+        &["zookeeper", "ephemeral", "czxid", "createmode"],
+    ),
+    (
+        "kubernetes",
+        &[
+            "kubernetes",
+            "kube",
+            "resourceversion",
+            "holderidentity",
+            "leasetransitions",
+        ],
+    ),
+];
+
+fn family(backend: &str) -> &str {
+    match backend {
+        "redlock" => "redis",
+        b => b,
+    }
+}
+
+/// The backend families whose words `help` uses, other than `own`'s.
+fn foreign_backends(help: &str, own: &str) -> Vec<String> {
+    static RES: std::sync::OnceLock<Vec<(&str, regex::Regex)>> = std::sync::OnceLock::new();
+    let res = RES.get_or_init(|| {
+        BACKEND_WORDS
+            .iter()
+            .map(|(fam, words)| {
+                let alts: Vec<String> = words.iter().map(|w| regex::escape(w)).collect();
+                let re = format!(r"(?i)(?:^|[^A-Za-z0-9])({})", alts.join("|"));
+                (*fam, regex::Regex::new(&re).unwrap())
+            })
+            .collect()
+    });
+    res.iter()
+        .filter(|(fam, _)| *fam != family(own))
+        .filter_map(|(fam, re)| re.captures(help).map(|c| format!("{fam} (`{}`)", &c[1])))
+        .collect()
+}
+
+/// Covers #16: every check's help, rendered for every API of every built-in
+/// pack, speaks that backend's language and names no other backend.
+#[test]
+fn help_names_only_the_backend_at_hand() {
+    let packs = PackSet::builtin();
+    let mut bad = Vec::new();
+    let mut rendered = 0;
+    let mut from_packs = 0;
+    for (pi, pack) in packs.packs.iter().enumerate() {
+        for ai in 0..pack.apis.len() {
+            let r = lockaudit::pack::ApiRef { pack: pi, api: ai };
+            for info in CHECKS.iter().filter(|c| c.run.is_some()) {
+                let help = lockaudit::checks::help_for(&packs, r, info.id);
+                rendered += 1;
+                if help != info.help {
+                    from_packs += 1;
+                }
+                for other in foreign_backends(&help, &pack.backend) {
+                    bad.push(format!(
+                        "{} × {}: names {other}: {help}",
+                        pack.apis[ai].id, info.id
+                    ));
+                }
+            }
+        }
+    }
+    // Not vacuous: every pack is rendered, and most backends bring their own.
+    assert!(rendered > 1000, "only {rendered} helps rendered");
+    assert!(from_packs > 300, "only {from_packs} helps come from packs");
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+    // The neutral helps name no backend at all.
+    for info in CHECKS {
+        let found = foreign_backends(info.help, "none");
+        assert!(
+            found.is_empty(),
+            "{}: neutral help names {found:?}",
+            info.id
+        );
+    }
+}
+
+/// Covers #16: the same over every finding the fixtures produce, so a check
+/// that writes its own help instead of asking the pack is caught too; and
+/// no message says "lock the lock" or "on the lock".
+#[test]
+fn findings_speak_their_backends_language() {
+    let (packs, settings) = (PackSet::builtin(), Settings::default());
+    let engine = engine(&packs, &settings);
+    let mut files = Vec::new();
+    rs_files(&root().join("fixtures"), &mut files);
+    let mut bad = Vec::new();
+    let mut seen = 0;
+    for f in files {
+        let bytes = std::fs::read(&f).unwrap();
+        for finding in engine.check_bytes("x.rs", &bytes, false).findings {
+            let Some(backend) = finding.backend.as_deref() else {
+                continue;
+            };
+            seen += 1;
+            let help = finding.help.as_deref().unwrap_or("");
+            for other in foreign_backends(help, backend) {
+                bad.push(format!(
+                    "{}: {} on {backend} names {other}: {help}",
+                    f.display(),
+                    finding.check
+                ));
+            }
+            let m = finding.message.to_lowercase();
+            if m.contains("lock the lock") || m.contains("on the lock") {
+                bad.push(format!("{}: {}", f.display(), finding.message));
+            }
+        }
+    }
+    assert!(seen > 100, "only {seen} findings with a backend");
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}

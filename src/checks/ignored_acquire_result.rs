@@ -1,11 +1,13 @@
 //! `ignored-acquire-result`: the code discards whether the acquire
 //! succeeded and proceeds as if it held the lock.
 
-use super::common::{call_name, key_name, CheckCtx};
+use super::common::{
+    call_label, connection_of, key_name, subject, with_pack_notes, CheckCtx, Conn,
+};
 use super::{CheckId, CheckInfo};
 use crate::finding::{Finding, Severity};
 use crate::model::ResultUse;
-use crate::pack::ResultKind;
+use crate::pack::{ResultKind, Scope};
 
 pub(super) const INFO: CheckInfo = CheckInfo {
     id: CheckId::IgnoredAcquireResult,
@@ -14,12 +16,21 @@ pub(super) const INFO: CheckInfo = CheckInfo {
     docs: include_str!("ignored_acquire_result.md"),
     precision: "high",
     tags: &["distributed-lock", "correctness"],
+    help: HELP,
     run: Some(run),
 };
+
+const HELP: &str = "bind the result and stop when the lock was not won (an empty or false reply, `None`, `Err`); `?` alone only catches a failed call";
 
 fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
     for e in ctx.takes() {
         let api = ctx.api(e);
+        if api.scope == Some(Scope::Transaction) {
+            if let Conn::Pool(pool) = connection_of(ctx, e) {
+                out.push(ends_at_once(ctx, e, &pool));
+                continue;
+            }
+        }
         let flag = api.result == Some(ResultKind::SuccessFlag);
         if matches!(api.result, Some(ResultKind::Unit | ResultKind::Closure)) {
             continue;
@@ -32,26 +43,39 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
             ResultUse::Swallowed { how } => how.clone(),
             _ => continue,
         };
-        let what = if flag {
-            "whether it won the lock"
-        } else {
-            "whether the acquire failed"
+        let what = match (&e.key, flag) {
+            (Some(_), true) => format!("whether it won {}", subject(ctx, e)),
+            (Some(_), false) => format!("whether taking {} failed", subject(ctx, e)),
+            (None, true) => format!("whether {} won", subject(ctx, e)),
+            (None, false) => format!("whether {} failed", subject(ctx, e)),
         };
-        out.push(
-            ctx.finding(
+        let f = ctx
+            .finding(
                 CheckId::IgnoredAcquireResult,
                 e,
-                format!(
-                    "{how}, so the code cannot know {what} on {}",
-                    key_name(e.key.as_ref())
-                ),
+                format!("{how}, so the code cannot know {what}"),
             )
-            .label(format!("`{}` reports whether the lock was taken", call_name(api, e)))
-            .note("when another client holds the lock, this code carries on as if it held it: two holders")
-            .help(format!(
-                "bind the reply and stop when the lock was not won, e.g. `let won: bool = con.set_nx(..)?; if !won {{ return Ok(()) }}`{}",
-                if flag { "" } else { "; propagate the error with `?`" }
-            )),
-        );
+            .label(format!("`{}` reports whether the lock was taken", call_label(ctx, api, e)))
+            .note("when another client holds the lock, this code carries on as if it held it: two holders");
+        out.push(with_pack_notes(ctx, f, CheckId::IgnoredAcquireResult, e));
     }
+}
+
+/// A transaction-scoped lock run on a pool: the statement is its own
+/// transaction, so the lock is released as soon as it is granted.
+fn ends_at_once(ctx: &CheckCtx, e: &crate::model::Event, pool: &str) -> Finding {
+    let api = ctx.api(e);
+    let what = call_label(ctx, api, e);
+    let on = match &e.key {
+        Some(k) => format!("on {}", key_name(Some(k))),
+        None => "on an unnamed key".to_string(),
+    };
+    ctx.finding(
+        CheckId::IgnoredAcquireResult,
+        e,
+        format!("`{what}` {on} runs outside a transaction, on the pool `{pool}`: the lock ends with its own statement, so this lock protects nothing"),
+    )
+    .label(format!("`{what}` is released when this statement commits"))
+    .note("a transaction-scoped lock lasts until the end of its transaction; on a pool, every statement is a transaction of its own")
+    .help("take the lock inside the transaction that does the protected work (`let mut tx = pool.begin().await?;` then `.execute(&mut *tx)` for the lock and every write, then `tx.commit()`), or use a session lock on one connection checked out of the pool")
 }

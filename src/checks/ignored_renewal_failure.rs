@@ -1,7 +1,7 @@
 //! `ignored-renewal-failure`: a renewal whose result is discarded or whose
 //! error is swallowed, so the holder keeps working after losing the lock.
 
-use super::common::{call_name, completes_missing_expiry, CheckCtx};
+use super::common::{call_label, completes_missing_expiry, help_for, CheckCtx};
 use super::{CheckId, CheckInfo};
 use crate::finding::{Finding, Severity};
 use crate::model::ResultUse;
@@ -14,8 +14,11 @@ pub(super) const INFO: CheckInfo = CheckInfo {
     docs: include_str!("ignored_renewal_failure.md"),
     precision: "high",
     tags: &["distributed-lock", "correctness"],
+    help: HELP,
     run: Some(run),
 };
+
+const HELP: &str = "check the renewal and stop the protected work when it fails (cancel the task, return an error), then re-acquire before resuming";
 
 fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
     for e in &ctx.model.events {
@@ -46,9 +49,9 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
                 e,
                 format!("{how}, so a holder whose renewal failed keeps working without the lock"),
             )
-            .label(format!("`{}` renews the lease here", call_name(api, e)))
+            .label(format!("`{}` renews the lease here", call_label(ctx, api, e)))
             .note("a failed renewal means the lease may expire and another client may take the lock while this one still acts")
-            .help("check the renewal and stop the protected work when it fails (cancel the task, return an error), then re-acquire before resuming"),
+            .help(help_for(ctx.packs, e.api, CheckId::IgnoredRenewalFailure)),
         );
     }
 }

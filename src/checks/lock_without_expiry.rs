@@ -1,7 +1,7 @@
 //! `lock-without-expiry`: an acquisition that sets no TTL or lease, so a
 //! dead holder blocks everyone forever.
 
-use super::common::{call_name, key_name, with_pack_notes, CheckCtx};
+use super::common::{call_label, subject, with_pack_notes, CheckCtx};
 use super::{CheckId, CheckInfo};
 use crate::finding::{Finding, Severity};
 use crate::model::ExpiryState;
@@ -14,10 +14,11 @@ pub(super) const INFO: CheckInfo = CheckInfo {
     docs: include_str!("lock_without_expiry.md"),
     precision: "high",
     tags: &["distributed-lock", "availability"],
+    help: HELP,
     run: Some(run),
 };
 
-const HELP: &str = "set the expiry in the same command as the acquisition: `SET key token NX PX ttl_ms` (`redis::cmd(\"SET\")…arg(\"NX\").arg(\"PX\").arg(ttl_ms)`, or `set_options` with `SetExpiry::PX`)";
+const HELP: &str = "give the lock a time to live in the same call that takes it (a TTL or a lease the holder keeps renewing), so that a dead holder's lock runs out";
 
 fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
     for e in ctx.takes() {
@@ -29,12 +30,12 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
             .finding(
                 CheckId::LockWithoutExpiry,
                 e,
-                format!(
-                    "lock {} is acquired without an expiry",
-                    key_name(e.key.as_ref())
-                ),
+                match &e.key {
+                    Some(_) => format!("{} is acquired without an expiry", subject(ctx, e)),
+                    None => format!("{} takes a lock without an expiry", subject(ctx, e)),
+                },
             )
-            .label(format!("`{}` sets no TTL", call_name(api, e)));
+            .label(format!("`{}` sets no TTL", call_label(ctx, api, e)));
         // A separate EXPIRE on the same key after the acquisition.
         let later_expire = e.key.as_ref().and_then(|k| {
             ctx.model.fn_events(e.func).find(|x| {
@@ -58,6 +59,6 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
                 f = f.note("if the holder dies, nothing ever releases this lock: every other client waits forever");
             }
         }
-        out.push(with_pack_notes(f, api, HELP));
+        out.push(with_pack_notes(ctx, f, CheckId::LockWithoutExpiry, e));
     }
 }

@@ -11,6 +11,7 @@ mod lock_without_expiry;
 mod missing_purpose;
 mod non_consensus_correctness_lock;
 mod parse_error;
+mod pooled_session_lock;
 mod read_then_write_acquire;
 mod unattached_purpose;
 mod unfenced_correctness_lock;
@@ -19,7 +20,7 @@ mod unowned_release;
 mod unowned_renewal;
 mod unused_suppression;
 
-pub use common::CheckCtx;
+pub use common::{connection_of, help_for, key_display, CheckCtx, Conn};
 
 use crate::finding::{Finding, Severity};
 
@@ -37,13 +38,14 @@ pub enum CheckId {
     IgnoredAcquireResult,
     IgnoredRenewalFailure,
     NonConsensusCorrectnessLock,
+    PooledSessionLock,
     UnattachedPurpose,
     UnusedSuppression,
     ParseError,
 }
 
 impl CheckId {
-    pub const ALL: [CheckId; 13] = [
+    pub const ALL: [CheckId; 14] = [
         CheckId::MissingPurpose,
         CheckId::UnknownPurpose,
         CheckId::ReadThenWriteAcquire,
@@ -54,6 +56,7 @@ impl CheckId {
         CheckId::IgnoredAcquireResult,
         CheckId::IgnoredRenewalFailure,
         CheckId::NonConsensusCorrectnessLock,
+        CheckId::PooledSessionLock,
         CheckId::UnattachedPurpose,
         CheckId::UnusedSuppression,
         CheckId::ParseError,
@@ -72,6 +75,7 @@ impl CheckId {
             CheckId::IgnoredRenewalFailure => "ignored-renewal-failure",
             CheckId::NonConsensusCorrectnessLock => "non-consensus-correctness-lock",
             CheckId::UnattachedPurpose => "unattached-purpose",
+            CheckId::PooledSessionLock => "pooled-session-lock",
             CheckId::UnusedSuppression => "unused-suppression",
             CheckId::ParseError => "parse-error",
         }
@@ -111,6 +115,9 @@ pub struct CheckInfo {
     pub precision: &'static str,
     /// SARIF `properties.tags`.
     pub tags: &'static [&'static str],
+    /// What to write instead, naming no backend: used when the pack of the
+    /// backend at hand has no help of its own for this check.
+    pub help: &'static str,
     /// Runs over one file's model. `None` for checks the engine emits itself
     /// (`parse-error`, `unused-suppression`).
     pub run: Option<fn(&CheckCtx, &mut Vec<Finding>)>,
@@ -127,6 +134,7 @@ pub static CHECKS: &[CheckInfo] = &[
     ignored_acquire_result::INFO,
     ignored_renewal_failure::INFO,
     non_consensus_correctness_lock::INFO,
+    pooled_session_lock::INFO,
     unattached_purpose::INFO,
     unused_suppression::INFO,
     parse_error::INFO,

@@ -1,7 +1,7 @@
 //! `non-consensus-correctness-lock`: a correctness lock backed by a store
 //! without consensus, which a failover can grant twice.
 
-use super::common::{call_name, CheckCtx};
+use super::common::{call_label, help_for, CheckCtx};
 use super::{CheckId, CheckInfo};
 use crate::finding::{Finding, Purpose, Severity};
 
@@ -12,8 +12,11 @@ pub(super) const INFO: CheckInfo = CheckInfo {
     docs: include_str!("non_consensus_correctness_lock.md"),
     precision: "high",
     tags: &["distributed-lock", "correctness", "availability"],
+    help: HELP,
     run: Some(run),
 };
+
+const HELP: &str = "take correctness locks from a store that decides by consensus and hands out a fencing token, and fence every effect; or use a database constraint or row lock where the state lives";
 
 fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
     for e in ctx.takes() {
@@ -34,8 +37,8 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
                     e.backend
                 ),
             )
-            .label(format!("`{}` records the holder on a store that can lose it", call_name(api, e)))
-            .help("take correctness locks from a consensus-backed service (etcd, ZooKeeper, Consul) and fence every effect, or use a database constraint or row lock where the state lives");
+            .label(format!("`{}` records the holder on a store that can lose it", call_label(ctx, api, e)))
+            .help(help_for(ctx.packs, e.api, CheckId::NonConsensusCorrectnessLock));
         if let Some(note) = &pack.consensus_note {
             f = f.note(note.clone());
         }

@@ -13,6 +13,7 @@ pub(super) const INFO: CheckInfo = CheckInfo {
     docs: include_str!("parse_error.md"),
     precision: "very-high",
     tags: &["tooling"],
+    help: "fix the syntax, or exclude the file (`exclude:` in lockaudit.yaml or `--exclude`) if it is not Rust source",
     run: None,
 };
 

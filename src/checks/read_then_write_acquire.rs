@@ -1,7 +1,7 @@
 //! `read-then-write-acquire`: a lock taken by reading the key and then
 //! writing it in a separate operation, so two clients can both win.
 
-use super::common::{call_name, key_name, with_pack_notes, CheckCtx};
+use super::common::{call_label, subject, with_pack_notes, CheckCtx};
 use super::{CheckId, CheckInfo};
 use crate::finding::{Finding, Severity};
 use crate::pack::Role;
@@ -13,8 +13,11 @@ pub(super) const INFO: CheckInfo = CheckInfo {
     docs: include_str!("read_then_write_acquire.md"),
     precision: "high",
     tags: &["distributed-lock", "correctness", "race-condition"],
+    help: HELP,
     run: Some(run),
 };
+
+const HELP: &str = "acquire in one atomic step that fails when someone else holds the lock (a create-if-absent or compare-and-set on the server), and check its reply";
 
 fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
     for (f, _) in ctx.model.fns.iter().enumerate() {
@@ -40,16 +43,17 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
                     CheckId::ReadThenWriteAcquire,
                     write,
                     format!(
-                        "lock {} is taken by a read and a separate write: two clients can both see it free and both write",
-                        key_name(Some(key))
+                        "{} is taken by a read and a separate write: two clients can both see it free and both write",
+                        subject(ctx, write)
                     ),
                 )
-                .label(format!("`{}` writes the lock without checking, in this same step, that it is still free", call_name(api, write)))
-                .secondary(read.span, format!("`{}` reads it here, one round trip earlier", call_name(ctx.api(read), read)));
+                .label(format!("`{}` writes the lock without checking, in this same step, that it is still free", call_label(ctx, api, write)))
+                .secondary(read.span, format!("`{}` reads it here, one round trip earlier", call_label(ctx, ctx.api(read), read)));
             out.push(with_pack_notes(
+                ctx,
                 finding,
-                api,
-                "acquire in one atomic step that fails when the key exists: `redis::cmd(\"SET\").arg(&key).arg(&token).arg(\"NX\").arg(\"PX\").arg(ttl_ms)` and check the reply, or the backend's compare-and-set",
+                CheckId::ReadThenWriteAcquire,
+                write,
             ));
         }
     }

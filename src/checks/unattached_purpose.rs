@@ -16,6 +16,7 @@ pub(super) const INFO: CheckInfo = CheckInfo {
     docs: include_str!("unattached_purpose.md"),
     precision: "high",
     tags: &["distributed-lock", "documentation"],
+    help: HELP,
     run: Some(run),
 };
 

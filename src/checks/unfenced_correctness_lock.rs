@@ -13,11 +13,11 @@
 
 use std::collections::BTreeSet;
 
-use super::common::{call_name, key_name, CheckCtx};
+use super::common::{call_label, connection_of, help_for, subject, CheckCtx, Conn};
 use super::{CheckId, CheckInfo};
 use crate::finding::{Finding, Purpose, Severity};
 use crate::model::{Event, FileModel, FnModel};
-use crate::pack::{Role, TokenKind};
+use crate::pack::{Role, Scope, TokenKind};
 use crate::source::Span;
 
 pub(super) const INFO: CheckInfo = CheckInfo {
@@ -27,8 +27,11 @@ pub(super) const INFO: CheckInfo = CheckInfo {
     docs: include_str!("unfenced_correctness_lock.md"),
     precision: "medium",
     tags: &["distributed-lock", "correctness", "fencing"],
+    help: HELP,
     run: Some(run),
 };
+
+const HELP: &str = "take a fencing token from the grant and make the resource check it on every write (a version or fence column compared in the write's own condition, a conditional put), or keep this lock for efficiency and protect correctness where the state lives";
 
 const MAX_DEPTH: usize = 3;
 
@@ -49,6 +52,11 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
 
 fn check_one(ctx: &CheckCtx, a: &Event, out: &mut Vec<Finding>) {
     let api = ctx.api(a);
+    if api.scope == Some(Scope::Transaction) {
+        if let Some(tx) = transaction_of(ctx, a) {
+            return check_in_transaction(ctx, a, &tx, out);
+        }
+    }
     let f = &ctx.model.fns[a.func];
     let kind = api
         .token
@@ -77,7 +85,7 @@ fn check_one(ctx: &CheckCtx, a: &Event, out: &mut Vec<Finding>) {
                         span: e.span,
                         text: format!(
                             "`{}` writes without the fencing token",
-                            call_name(ctx.api(e), e)
+                            call_label(ctx, ctx.api(e), e)
                         ),
                     });
                 }
@@ -113,41 +121,47 @@ fn check_one(ctx: &CheckCtx, a: &Event, out: &mut Vec<Finding>) {
         }
     }
 
-    let key = key_name(a.key.as_ref());
+    let lock = subject(ctx, a);
     let token_note = api.token.as_ref().and_then(|t| t.note.clone());
     let mut finding = match kind {
         TokenKind::Monotonic if unfenced.is_empty() => return,
-        TokenKind::Monotonic if a.binding.is_empty() => ctx.finding(
-            CheckId::UnfencedCorrectnessLock,
-            a,
-            format!("correctness lock {key} is never asked for its fencing token"),
-        )
-        .label("the grant is not bound to a name, so its token cannot reach any effect"),
-        TokenKind::Monotonic => ctx.finding(
-            CheckId::UnfencedCorrectnessLock,
-            a,
-            format!(
-                "correctness lock {key}: {} effect{} in the critical section carr{} no fencing token",
+        TokenKind::Monotonic if a.binding.is_empty() => ctx
+            .finding(
+                CheckId::UnfencedCorrectnessLock,
+                a,
+                format!("correctness {lock} is never asked for its fencing token"),
+            )
+            .label("the grant is not bound to a name, so its token cannot reach any effect"),
+        TokenKind::Monotonic => ctx
+            .finding(
+                CheckId::UnfencedCorrectnessLock,
+                a,
+                format!(
+                "correctness {lock}: {} effect{} in the critical section carr{} no fencing token",
                 unfenced.len(),
                 if unfenced.len() == 1 { "" } else { "s" },
                 if unfenced.len() == 1 { "ies" } else { "y" },
             ),
-        )
-        .label("the grant carries a token, but it does not reach the effects"),
-        TokenKind::OwnerId | TokenKind::None => ctx.finding(
-            CheckId::UnfencedCorrectnessLock,
-            a,
-            format!(
-                "correctness lock {key} has no fencing token: {} hands back {}",
-                a.backend,
-                if kind == TokenKind::OwnerId {
-                    "only a random owner value, which orders nothing"
-                } else {
-                    "nothing a resource could check"
-                }
-            ),
-        )
-        .label(format!("`{}` cannot fence the work it protects", call_name(api, a))),
+            )
+            .label("the grant carries a token, but it does not reach the effects"),
+        TokenKind::OwnerId | TokenKind::None => ctx
+            .finding(
+                CheckId::UnfencedCorrectnessLock,
+                a,
+                format!(
+                    "correctness {lock} has no fencing token: {} hands back {}",
+                    a.backend,
+                    if kind == TokenKind::OwnerId {
+                        "only a random owner value, which orders nothing"
+                    } else {
+                        "nothing a resource could check"
+                    }
+                ),
+            )
+            .label(format!(
+                "`{}` cannot fence the work it protects",
+                call_label(ctx, api, a)
+            )),
     };
     for u in &unfenced {
         finding = finding.secondary(u.span, u.text.clone());
@@ -188,9 +202,61 @@ fn check_one(ctx: &CheckCtx, a: &Event, out: &mut Vec<Finding>) {
     if effects == 0 && kind != TokenKind::Monotonic {
         finding = finding.note("no effect of the critical section is visible here; wherever the work happens, nothing can reject a stale holder");
     }
-    out.push(finding.help(
-        "take the token from the grant and make the resource check it on every write: `UPDATE … SET …, fence = $1 WHERE id = $2 AND fence < $1` (and require `rows_affected() == 1`), an etcd txn with `Compare::create_revision(lock_key, CompareOp::Equal, rev)`, or object_store `PutMode::Update`; on Redis there is no token, so use a consensus-backed lock (etcd, ZooKeeper) for correctness",
-    ));
+    out.push(finding.help(help_for(ctx.packs, a.api, CheckId::UnfencedCorrectnessLock)));
+}
+
+/// The transaction a transaction-scoped lock (`pg_advisory_xact_lock`) is
+/// taken in, when the code shows one (`&mut *tx` after `pool.begin()`).
+fn transaction_of(ctx: &CheckCtx, a: &Event) -> Option<String> {
+    match connection_of(ctx, a) {
+        c @ Conn::Transaction(_) => c.var().map(str::to_string),
+        _ => None,
+    }
+}
+
+/// A transaction-scoped lock fences the writes of its own transaction: the
+/// database ends the lock with the commit, so those writes cannot outlive
+/// it. Only writes that run outside the transaction are unfenced.
+fn check_in_transaction(ctx: &CheckCtx, a: &Event, tx: &str, out: &mut Vec<Finding>) {
+    let outside: Vec<&Event> = ctx
+        .model
+        .fn_events(a.func)
+        .filter(|e| e.role == Role::Effect && e.span.start.offset > a.span.end.offset)
+        .filter(|e| !e.mentions.contains(tx))
+        .collect();
+    // Only the function's own writes are judged: work handed the
+    // transaction (`save(&mut tx, ..)`) runs in it, and what other calls
+    // write is not followed for such a lock.
+    if outside.is_empty() {
+        return;
+    }
+    let api = ctx.api(a);
+    let mut f = ctx
+        .finding(
+            CheckId::UnfencedCorrectnessLock,
+            a,
+            format!(
+                "correctness {} is held by the transaction `{tx}`, but {} effect{} run{} outside it",
+                subject(ctx, a),
+                outside.len(),
+                if outside.len() == 1 { "" } else { "s" },
+                if outside.len() == 1 { "s" } else { "" },
+            ),
+        )
+        .label(format!("`{}` is released when `{tx}` ends", call_label(ctx, api, a)));
+    for e in &outside {
+        f = f.secondary(
+            e.span,
+            format!(
+                "`{}` does not run in `{tx}`",
+                call_label(ctx, ctx.api(e), e)
+            ),
+        );
+    }
+    out.push(
+        f.note("the database ends the lock with the transaction, so writes in that transaction cannot outlive it; a write on another connection can")
+            .help(format!("run every protected write through `{tx}` (`.execute(&mut *{tx})`), so that it commits or rolls back together with the lock")),
+    );
 }
 
 /// Where the acquisition's release happens in the same function.

@@ -16,6 +16,7 @@ pub(super) const INFO: CheckInfo = CheckInfo {
     docs: include_str!("unknown_purpose.md"),
     precision: "very-high",
     tags: &["distributed-lock", "documentation"],
+    help: "write `lock-purpose: efficiency` or `lock-purpose: correctness`, once per acquisition",
     run: Some(run),
 };
 

@@ -1,7 +1,7 @@
 //! `unowned-release`: a release that deletes the lock without verifying,
 //! atomically, that the caller still owns it.
 
-use super::common::{call_name, key_name, with_pack_notes, CheckCtx};
+use super::common::{call_label, subject, with_pack_notes, CheckCtx};
 use super::{CheckId, CheckInfo};
 use crate::finding::{Finding, Severity};
 use crate::model::Event;
@@ -15,10 +15,11 @@ pub(super) const INFO: CheckInfo = CheckInfo {
     docs: include_str!("unowned_release.md"),
     precision: "high",
     tags: &["distributed-lock", "correctness"],
+    help: HELP,
     run: Some(run),
 };
 
-const HELP: &str = "delete only if the value still matches your token, in one step: a Lua compare-and-delete (`if redis.call(\"get\", KEYS[1]) == ARGV[1] then return redis.call(\"del\", KEYS[1]) end`), `con.del_ex(&key, ValueComparison::ifeq(&token))` (Redis 8.4+) or `DELIFEQ` (Valkey 9+)";
+const HELP: &str = "release in one step that deletes the lock only if the caller still holds it: compare the owner token (or the version read at acquisition) inside the delete itself, or use the client library's owner-checked release";
 
 /// The read of the same key whose result the condition around `e` compares.
 fn owner_read<'a>(ctx: &CheckCtx<'a>, e: &Event) -> Option<&'a Event> {
@@ -48,19 +49,20 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
         if e.role == Role::Delete && !e.lockish && ctx.acquisition_for(e).is_none() {
             continue;
         }
-        let key = key_name(e.key.as_ref());
+        let lock = subject(ctx, e);
         let read = owner_read(ctx, e);
-        let message = match read {
-            Some(_) => format!(
-                "lock {key} is released by a read-compare and a separate delete: it can change hands between them"
+        let message = match (read, &e.key) {
+            (Some(_), _) => format!(
+                "{lock} is released by a read-compare and a separate delete: it can change hands between them"
             ),
-            None => format!("lock {key} is deleted without checking that this caller still owns it"),
+            (None, Some(_)) => format!("{lock} is deleted without checking that this caller still owns it"),
+            (None, None) => format!("{lock} deletes a lock without checking that this caller still owns it"),
         };
         let mut f = ctx
             .finding(CheckId::UnownedRelease, e, message)
             .label(format!(
                 "`{}` deletes whoever holds the lock now",
-                call_name(api, e)
+                call_label(ctx, api, e)
             ));
         if let Some(r) = read {
             f = f.secondary(
@@ -75,6 +77,6 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
             f = f.note("this runs in `Drop`: on every drop, also long after the lease expired and another client took the lock");
         }
         f = f.note("if the lease expired while this holder worked, another client holds the lock now, and this release removes its lock");
-        out.push(with_pack_notes(f, api, HELP));
+        out.push(with_pack_notes(ctx, f, CheckId::UnownedRelease, e));
     }
 }

@@ -1,7 +1,7 @@
 //! `unowned-renewal`: a renewal that extends the lock without verifying,
 //! atomically, that the caller still owns it.
 
-use super::common::{call_name, completes_missing_expiry, key_name, with_pack_notes, CheckCtx};
+use super::common::{call_label, completes_missing_expiry, subject, with_pack_notes, CheckCtx};
 use super::{CheckId, CheckInfo};
 use crate::finding::{Finding, Severity};
 use crate::pack::Role;
@@ -14,10 +14,11 @@ pub(super) const INFO: CheckInfo = CheckInfo {
     docs: include_str!("unowned_renewal.md"),
     precision: "high",
     tags: &["distributed-lock", "correctness"],
+    help: HELP,
     run: Some(run),
 };
 
-const HELP: &str = "extend only while the value still matches your token, in one step: a Lua compare-then-`pexpire` script, `SET key token IFEQ token PX ttl` (Redis 8.4+), or the library's owner-checked extend";
+const HELP: &str = "extend in one step that succeeds only while the caller still holds the lock: compare the owner token (or the version read at acquisition) inside the extend itself, or use the client library's owner-checked extend";
 
 fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
     for e in &ctx.model.events {
@@ -41,19 +42,19 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
             .finding(
                 CheckId::UnownedRenewal,
                 e,
-                format!(
-                    "lock {} is extended without checking that this caller still owns it",
-                    key_name(e.key.as_ref())
-                ),
+                match &e.key {
+                    Some(_) => format!("{} is extended without checking that this caller still owns it", subject(ctx, e)),
+                    None => format!("{} extends a lock without checking that this caller still owns it", subject(ctx, e)),
+                },
             )
             .label(format!(
                 "`{}` extends whoever holds the lock now",
-                call_name(api, e)
+                call_label(ctx, api, e)
             ))
             .note("after a pause past the lease, another client holds the lock: this renewal keeps *its* lock alive while this holder still believes it owns it");
         if let Some(a) = ctx.acquisition_for(e) {
             f = f.secondary(a.span, "acquired here");
         }
-        out.push(with_pack_notes(f, api, HELP));
+        out.push(with_pack_notes(ctx, f, CheckId::UnownedRenewal, e));
     }
 }

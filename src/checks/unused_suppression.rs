@@ -14,6 +14,7 @@ pub(super) const INFO: CheckInfo = CheckInfo {
     docs: include_str!("unused_suppression.md"),
     precision: "very-high",
     tags: &["tooling"],
+    help: "remove the stale suppression: it would silently hide the next real finding here",
     run: None,
 };
 

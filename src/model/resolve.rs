@@ -24,6 +24,12 @@ pub trait FnResolver: Sync {
     /// A function named `name` defined in another file of the crate `from`
     /// (a display path) belongs to: its file's model, its index, its path.
     fn resolve(&self, from: &str, name: &str) -> Option<(Arc<FileModel>, usize, String)>;
+
+    /// The name of the crate `from` belongs to, as written in `use` paths
+    /// (`redis_lock` for a package named `redis-lock`).
+    fn crate_name(&self, _from: &str) -> Option<String> {
+        None
+    }
 }
 
 /// A crate's `.rs` files: (display path, text).
@@ -37,6 +43,10 @@ pub struct CrateResolver<'a> {
     /// Crate root → its `.rs` files (display path, text).
     crates: Mutex<HashMap<PathBuf, Arc<CrateFiles>>>,
     models: Mutex<HashMap<String, Option<Arc<FileModel>>>>,
+    /// Crate root → its package name.
+    names: Mutex<HashMap<PathBuf, Option<String>>>,
+    /// The repository's top directory, found on first use.
+    top: std::sync::OnceLock<PathBuf>,
 }
 
 impl<'a> CrateResolver<'a> {
@@ -47,6 +57,8 @@ impl<'a> CrateResolver<'a> {
             cwd,
             crates: Mutex::new(HashMap::new()),
             models: Mutex::new(HashMap::new()),
+            names: Mutex::new(HashMap::new()),
+            top: std::sync::OnceLock::new(),
         }
     }
 
@@ -98,6 +110,7 @@ impl<'a> CrateResolver<'a> {
                 self.packs,
                 &Options {
                     lock_name: self.lock_name,
+                    own_crate: None,
                 },
             ))
         });
@@ -109,7 +122,66 @@ impl<'a> CrateResolver<'a> {
     }
 }
 
+/// `name = "…"` of the `[package]` table of a `Cargo.toml`, read line by
+/// line (no TOML parser: only this one key is wanted).
+fn package_name(manifest: &str) -> Option<String> {
+    let mut in_package = false;
+    for line in manifest.lines().take(10_000) {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_package = line == "[package]";
+            continue;
+        }
+        if !in_package {
+            continue;
+        }
+        let Some(rest) = line.strip_prefix("name") else {
+            continue;
+        };
+        let value = rest.trim_start().strip_prefix('=')?.trim();
+        let value = value.strip_prefix('"')?;
+        let name = &value[..value.find('"')?];
+        if !name.is_empty()
+            && name.len() <= 64
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Some(name.replace('-', "_"));
+        }
+        return None;
+    }
+    None
+}
+
 impl FnResolver for CrateResolver<'_> {
+    fn crate_name(&self, from: &str) -> Option<String> {
+        let root = self.crate_root(from)?;
+        // Only manifests inside the repository (the git top level above the
+        // current directory, else the current directory) are read.
+        let top = self.top.get_or_init(|| {
+            let cwd = std::fs::canonicalize(&self.cwd).unwrap_or_else(|_| self.cwd.clone());
+            cwd.ancestors()
+                .find(|d| d.join(".git").exists())
+                .map(Path::to_path_buf)
+                .unwrap_or(cwd)
+        });
+        if !root.starts_with(top) {
+            return None;
+        }
+        if let Some(n) = self.names.lock().unwrap().get(&root) {
+            return n.clone();
+        }
+        let manifest = root.join("Cargo.toml");
+        let name = std::fs::symlink_metadata(&manifest)
+            .ok()
+            .filter(|m| m.is_file() && m.len() <= 1 << 20)
+            .and_then(|_| std::fs::read_to_string(&manifest).ok())
+            .and_then(|text| package_name(&text));
+        self.names.lock().unwrap().insert(root, name.clone());
+        name
+    }
+
     fn resolve(&self, from: &str, name: &str) -> Option<(Arc<FileModel>, usize, String)> {
         let root = self.crate_root(from)?;
         let defines = Regex::new(&format!(r"\bfn\s+{}\b", regex::escape(name))).ok()?;

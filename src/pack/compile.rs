@@ -1,7 +1,7 @@
 //! `RawPack` → [`Pack`]: validation. Every problem in a pack is collected and
 //! reported together, each at its own line and column.
 
-use super::raw::{RawApi, RawExpiry, RawKey, RawMatch, RawPack};
+use super::raw::{RawApi, RawExpiry, RawHelp, RawKey, RawMatch, RawPack};
 use super::{Api, Evidence, Expiry, ExpirySource, KeySpec, Matcher, Pack, Pattern, Role, Token};
 use crate::diag::{Collector, YamlErrors};
 use crate::yamlloc::Seg;
@@ -26,6 +26,7 @@ pub(super) fn compile(path: &str, text: &str, builtin: bool) -> Result<Pack, Yam
             Some("name the backend, e.g. `redis`".into()),
         );
     }
+    check_help_keys(&mut c, &[], &raw.help);
     let mut apis = Vec::new();
     let mut seen = std::collections::HashMap::new();
     for (i, api) in raw.apis.iter().enumerate() {
@@ -67,6 +68,7 @@ pub(super) fn compile(path: &str, text: &str, builtin: bool) -> Result<Pack, Yam
         consensus_note: raw.consensus_note,
         trigger_words: raw.trigger_words,
         builder_methods: raw.builder_methods,
+        help: raw.help,
         apis,
     })
 }
@@ -85,6 +87,7 @@ fn recover(c: &mut Collector, text: &str, first: &yaml_serde::Error) {
         trigger_words: Vec::new(),
         discard_methods: Vec::new(),
         builder_methods: Vec::new(),
+        help: Default::default(),
         apis: Vec::new(),
     };
     let mut seen = std::collections::HashMap::new();
@@ -163,6 +166,17 @@ fn compile_api(
     if c.problems.len() > before {
         return None;
     }
+    let (help, help_by_check) = match &raw.help {
+        None => (None, Default::default()),
+        Some(RawHelp::All(t)) => (Some(t.clone()), Default::default()),
+        Some(RawHelp::PerCheck(m)) => {
+            check_help_keys(c, &base, m);
+            (None, m.clone())
+        }
+    };
+    if c.problems.len() > before {
+        return None;
+    }
     let mut discard = raw.discard_methods.clone();
     discard.extend(pack.discard_methods.iter().cloned());
     Some(Api {
@@ -186,8 +200,29 @@ fn compile_api(
         scope: raw.scope,
         released_on_drop: raw.released_on_drop,
         flaw: raw.flaw.clone(),
-        help: raw.help.clone(),
+        help,
+        help_by_check,
     })
+}
+
+/// Every key of a `help:` map must be a check id.
+fn check_help_keys(
+    c: &mut Collector,
+    at: &[Seg],
+    help: &std::collections::BTreeMap<String, String>,
+) {
+    for key in help.keys() {
+        if crate::checks::CheckId::parse(key).is_none() {
+            let mut p = at.to_vec();
+            p.push(Seg::from("help"));
+            p.push(Seg::from(key.as_str()));
+            c.at(
+                &p,
+                format!("`{key}` is not a check id"),
+                Some("`lockaudit rules` lists the check ids".into()),
+            );
+        }
+    }
 }
 
 fn compile_match(c: &mut Collector, at: &[Seg], m: &RawMatch, builtin: bool) -> Option<Matcher> {
@@ -313,14 +348,15 @@ fn compile_match(c: &mut Collector, at: &[Seg], m: &RawMatch, builtin: bool) -> 
 fn compile_key(k: &RawKey) -> Result<KeySpec, String> {
     match (k.arg, &k.method, &k.field, k.root_arg) {
         (Some(a), None, None, None) if k.nth.is_none() => Ok(KeySpec::Arg(a)),
-        (None, Some(m), None, None) => Ok(KeySpec::Method {
+        (a, Some(m), None, None) => Ok(KeySpec::Method {
             name: m.clone(),
             nth: k.nth.unwrap_or(0),
+            arg: a.unwrap_or(0),
         }),
         (None, None, Some(f), None) if k.nth.is_none() => Ok(KeySpec::Field(f.clone())),
         (None, None, None, Some(a)) if k.nth.is_none() => Ok(KeySpec::RootArg(a)),
         _ => Err(
-            "a key names exactly one of `arg`, `method`, `field` or `root-arg` (`nth` goes with `method`)"
+            "a key names exactly one of `arg`, `method`, `field` or `root-arg` (`nth`, and `arg` for the argument index, go with `method`)"
                 .into(),
         ),
     }

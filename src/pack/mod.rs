@@ -31,6 +31,8 @@ pub struct Pack {
     pub trigger_words: Vec<String>,
     /// Methods that extend a command builder in place (`builder-methods`).
     pub builder_methods: Vec<String>,
+    /// Help per check id, in this backend's terms.
+    pub help: std::collections::BTreeMap<String, String>,
     pub apis: Vec<Api>,
 }
 
@@ -55,7 +57,10 @@ pub struct Api {
     pub scope: Option<Scope>,
     pub released_on_drop: bool,
     pub flaw: Option<String>,
+    /// Help for every check about this API.
     pub help: Option<String>,
+    /// Help per check id; wins over `help`.
+    pub help_by_check: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -93,7 +98,12 @@ impl Matcher {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KeySpec {
     Arg(usize),
-    Method { name: String, nth: usize },
+    /// Argument `arg` (0 unless given) of the `nth` call of a chain method.
+    Method {
+        name: String,
+        nth: usize,
+        arg: usize,
+    },
     Field(String),
     RootArg(usize),
 }
@@ -321,6 +331,18 @@ impl PackSet {
 
     pub fn pack(&self, r: ApiRef) -> &Pack {
         &self.packs[r.pack]
+    }
+
+    /// What to write instead, for a finding of `check` about the API `r`:
+    /// the API's help for that check, else its help for every check, else
+    /// the pack's help for that check. `None`: the check's neutral help.
+    pub fn help(&self, r: ApiRef, check: &str) -> Option<&str> {
+        let api = self.api(r);
+        api.help_by_check
+            .get(check)
+            .or(api.help.as_ref())
+            .or_else(|| self.pack(r).help.get(check))
+            .map(String::as_str)
     }
 
     pub fn by_method(&self, name: &str) -> &[ApiRef] {

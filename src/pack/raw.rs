@@ -44,6 +44,12 @@ pub struct RawPack {
     /// extends that builder, and the command is judged where it runs.
     #[serde(default)]
     pub builder_methods: Vec<String>,
+    /// What to write instead, per check id (`unowned-release: "…"`), in this
+    /// backend's own terms: quoted in findings about this pack's APIs that
+    /// have no help of their own for that check. A check without one here
+    /// gets a backend-neutral sentence.
+    #[serde(default)]
+    pub help: std::collections::BTreeMap<String, String>,
     /// The API shapes, most specific first: the first matching entry wins.
     pub apis: Vec<RawApi>,
 }
@@ -107,9 +113,20 @@ pub struct RawApi {
     /// A known flaw of this library, quoted in findings about it.
     #[serde(default)]
     pub flaw: Option<String>,
-    /// What to write instead, quoted in findings about this API.
+    /// What to write instead, quoted in findings about this API: one text
+    /// for every check, or a text per check id (`lock-without-expiry: "…"`).
     #[serde(default)]
-    pub help: Option<String>,
+    pub help: Option<RawHelp>,
+}
+
+/// An API's help: one text, or one per check id.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum RawHelp {
+    /// Quoted in findings of every check about this API.
+    All(String),
+    /// Quoted in findings of the named checks only.
+    PerCheck(std::collections::BTreeMap<String, String>),
 }
 
 /// What a call does.
@@ -227,7 +244,9 @@ pub enum Evidence {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct RawKey {
-    /// Argument index (0-based) of the matched call.
+    /// Argument index (0-based) of the matched call; with `method`, the
+    /// argument of that method (`{ method: item, arg: 1 }` is the value of
+    /// `.item("lock_id", value)`).
     #[serde(default)]
     pub arg: Option<usize>,
     /// A later method in the chain whose first argument is the key (`arg`

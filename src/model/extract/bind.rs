@@ -24,7 +24,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 let mut b = Binding::new(i.ident.to_string());
                 if let Some(e) = init {
                     b.init = Some(e);
-                    b.strings = self.value_strings(e);
+                    b.strings = self.let_strings(e, !events.is_empty());
                     b.builder = self.builder_of(e);
                     b.ty = pat_ty.or_else(|| self.type_of(e));
                     if b.builder.is_some() {
@@ -51,13 +51,21 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         }
     }
 
-    /// The strings a bound value can hold. A call that has run (`.await`,
-    /// `?`) yields a reply, not the text it was sent.
+    /// The strings a bound value can hold.
     pub(super) fn value_strings(&self, e: &'ast Expr) -> SetId {
-        if is_chain(e) && flatten(self.cx.macros, e).runs() {
+        strings_of(e, &self.cx.strings, self)
+    }
+
+    /// The strings of a `let`'s value. A lock call that has run (`.await`,
+    /// `?`) and that the packs matched there yields a reply, not the text
+    /// it was sent: `let stmt = client.prepare(SQL).await?` is the site,
+    /// and `query(&stmt)` does not run the SQL a second time. Any other
+    /// value carries its text on (`let body = serde_json::from_str(TEXT)?`).
+    fn let_strings(&self, e: &'ast Expr, matched_here: bool) -> SetId {
+        if matched_here && is_chain(e) && flatten(self.cx.macros, e).runs() {
             return SetId::EMPTY;
         }
-        strings_of(e, &self.cx.strings, self)
+        self.value_strings(e)
     }
 
     /// An unexecuted builder `e` evaluates to: a constructor chain that has

@@ -128,7 +128,11 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                         command = true;
                     }
                 }
-                if !cands.is_empty() && !command && self.own_method(chain, i, name) {
+                if !cands.is_empty()
+                    && !command
+                    && !self.cx.in_lock_crate
+                    && self.own_method(chain, i, name)
+                {
                     continue;
                 }
                 if !cands.is_empty() {

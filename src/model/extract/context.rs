@@ -32,6 +32,9 @@ pub(super) struct Cx<'a, 'ast> {
     pub fields: &'ast HashMap<(String, String), String>,
     pub methods: &'ast HashSet<(String, String)>,
     pub strings: Strings,
+    /// The file is part of a lock client crate's own source: its own types'
+    /// methods are that crate's API.
+    pub in_lock_crate: bool,
     const_sets: RefCell<HashMap<String, Option<SetId>>>,
 }
 
@@ -40,6 +43,7 @@ impl<'a, 'ast> Cx<'a, 'ast> {
         packs: &'a PackSet,
         src: &'a SourceFile,
         lock_name: &'a Regex,
+        own_crate: Option<&str>,
         index: &'ast Index<'ast>,
     ) -> Self {
         Cx {
@@ -52,6 +56,7 @@ impl<'a, 'ast> Cx<'a, 'ast> {
                 .iter()
                 .filter(|c| packs.crate_names.contains(*c))
                 .cloned()
+                .chain(own_crate.map(str::to_string))
                 .collect(),
             local_fns: index.fns.iter().map(|f| f.name.clone()).collect(),
             modules: index.modules.iter().cloned().collect(),
@@ -69,6 +74,7 @@ impl<'a, 'ast> Cx<'a, 'ast> {
             fields: &index.fields,
             methods: &index.methods,
             strings: Strings::default(),
+            in_lock_crate: own_crate.is_some(),
             const_sets: RefCell::default(),
         }
     }

@@ -44,6 +44,10 @@ pub use walk::MAX_EXPR_DEPTH;
 
 pub struct Options<'a> {
     pub lock_name: &'a Regex,
+    /// The pack crate this file belongs to (its `Cargo.toml` names it): a
+    /// lock crate's own source never imports itself, so the crate is
+    /// evidence there.
+    pub own_crate: Option<&'a str>,
 }
 
 pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Options) -> FileModel {
@@ -68,7 +72,7 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
             });
         }
     }
-    let cx = Cx::new(packs, src, opts.lock_name, &index);
+    let cx = Cx::new(packs, src, opts.lock_name, opts.own_crate, &index);
     // The file is walked again (at most twice) when a walk learned what
     // crosses its functions: an unexecuted builder a function returns (its
     // callers judge the command where they run it), or strings functions

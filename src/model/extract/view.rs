@@ -329,11 +329,13 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
         for spec in &api.key {
             let e = match spec {
                 KeySpec::Arg(i) => self.args.get(*i).copied(),
-                KeySpec::Method { name, nth } => self
+                KeySpec::Method { name, nth, arg } => self
                     .segs()
                     .iter()
                     .filter_map(|s| match &s.kind {
-                        SegKind::Method { name: n, args, .. } if n == name => args.first().copied(),
+                        SegKind::Method { name: n, args, .. } if n == name => {
+                            args.get(*arg).copied()
+                        }
                         _ => None,
                     })
                     .filter(|a| {
