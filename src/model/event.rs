@@ -98,6 +98,10 @@ pub struct Event {
     /// Text of the receiver expression.
     pub receiver: String,
     pub purpose: Option<Purpose>,
+    /// A call of a function of the same file that takes, releases or renews
+    /// a lock and hands the outcome back: the first line of that function
+    /// (an annotation above it covers this call when the call has none).
+    pub wrapper_fn_line: Option<usize>,
 }
 
 /// A condition that encloses code (`if c {..}`, `match s {..}`).

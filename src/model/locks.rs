@@ -60,10 +60,24 @@ impl Locks {
                 last_line: e.span.end.line.max(e.stmt_line),
                 fn_line: Some(f.first_line),
             };
+            // A wrapper's call without an annotation of its own takes the
+            // one above the wrapper `fn`.
+            let mut found = lookup(&d.annotations, &d.lexed, &placement);
+            if let (PurposeLookup::None, Some(line)) = (&found, e.wrapper_fn_line) {
+                found = lookup(
+                    &d.annotations,
+                    &d.lexed,
+                    &Placement {
+                        stmt_line: line,
+                        last_line: line,
+                        fn_line: Some(line),
+                    },
+                );
+            }
             owner[e.id] = Some(locks.len());
             locks.push(Lock {
                 take: e.id,
-                lookup: lookup(&d.annotations, &d.lexed, &placement),
+                lookup: found,
                 releases: Vec::new(),
                 renewals: Vec::new(),
                 reads: Vec::new(),

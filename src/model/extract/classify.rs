@@ -141,7 +141,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             }
         }
         if anchors.is_empty() && self.cx.text_only.is_empty() {
-            return Vec::new();
+            return self.wrapper_call(chain, top, use_);
         }
         let texts = std::cell::OnceCell::new();
         let texts_of = |w: &Self| *texts.get_or_init(|| w.chain_texts(chain));
@@ -182,7 +182,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             }
         }
         if matched.is_empty() {
-            return Vec::new();
+            return self.wrapper_call(chain, top, use_);
         }
         // The builder a local held is judged here, where it runs: the view
         // taken where it was bound is replaced.
@@ -199,11 +199,134 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             let view = View::new(self, chain, anchor, end, t, Need::ALL);
             let event = self.event(chain, &view, api, top, use_);
             let id = self.model.events.len();
+            // Matched only because the key is a parameter: a candidate
+            // wrapper's inner call, never a site of its own.
+            if packs.api(api).needs_lock_name && !self.lockish(&view, packs.api(api), &[]) {
+                self.provisional.push(id);
+            }
             self.model.events.push(Event { id, ..event });
             self.model.fns[self.f].events.push(id);
             ids.push(id);
         }
         ids
+    }
+
+    /// A call of a function of this file that passes a lock call's outcome
+    /// on: a lock site here, with the inner call's API, expiry and owner
+    /// check, the key from the argument the wrapper takes it from, and
+    /// this call's own use of the result.
+    fn wrapper_call(&mut self, chain: &Chain<'ast>, top: &'ast Expr, use_: &Use) -> Vec<usize> {
+        if self.wrappers.is_empty() || chain.resolved {
+            return Vec::new();
+        }
+        let src = self.cx.src;
+        let found = match &chain.root {
+            Root::Call { path, args } => {
+                let n = path.segments.len();
+                let plain = n == 1 || (n == 2 && path.segments[0].ident == "Self");
+                let name = path.segments[n - 1].ident.to_string();
+                match self.wrappers.get(&name) {
+                    Some(w) if plain && !w.method => Some((
+                        name,
+                        Anchor::Root,
+                        args.clone(),
+                        crate::source::Span {
+                            start: src.span_of(start_span(chain.root_expr)).start,
+                            end: src.span_of(super::syntax::end_span(chain.root_expr)).end,
+                        },
+                    )),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        let found = found.or_else(|| {
+            chain.segs.iter().enumerate().find_map(|(i, s)| {
+                let name = s.method()?;
+                let w = self.wrappers.get(name)?;
+                let receiver = if i == 0 {
+                    chain.root_expr
+                } else {
+                    chain.segs[i - 1].expr
+                };
+                let on_self =
+                    matches!(keys::strip(receiver), Expr::Path(p) if p.path.is_ident("self"));
+                (w.method && on_self).then(|| {
+                    (
+                        name.to_string(),
+                        Anchor::Seg(i),
+                        s.args().to_vec(),
+                        crate::source::Span {
+                            start: src.span_of(s.start).start,
+                            end: src.span_of(super::syntax::end_span(s.expr)).end,
+                        },
+                    )
+                })
+            })
+        });
+        let Some((name, anchor, args, span)) = found else {
+            return Vec::new();
+        };
+        let w = self.wrappers[&name].clone();
+        let packs = self.cx.packs;
+        let api = packs.api(w.inner.api);
+        let mut ev = w.inner;
+        if let Some(i) = w.key_param {
+            let i = if w.method { i.checked_sub(1) } else { Some(i) };
+            if let Some(a) = i.and_then(|i| args.get(i)) {
+                let kspan = src.span_of(a.span());
+                let norm = keys::normalise(a);
+                ev.key = Some(Key {
+                    text: src.snippet(&kspan).to_string(),
+                    span: kspan,
+                    literal: keys::literal(a).or_else(|| {
+                        self.locals
+                            .get(&norm)
+                            .and_then(|b| b.init)
+                            .and_then(keys::literal)
+                    }),
+                    norm,
+                });
+            }
+        }
+        let binding = match use_ {
+            Use::Let { names, .. } | Use::Cond { names } | Use::IfLetNoElse { names } => {
+                names.clone()
+            }
+            _ => Vec::new(),
+        };
+        let key_lockish = ev.key.as_ref().is_some_and(|k| {
+            is_lock_name(self.cx.lock_name, &k.norm)
+                || k.literal
+                    .as_ref()
+                    .is_some_and(|l| is_lock_name(self.cx.lock_name, l))
+        });
+        ev.lockish = ev.lockish || key_lockish || self.fn_lockish;
+        ev.result = result_use(
+            chain,
+            anchor,
+            use_,
+            api.result,
+            &api.discard_methods,
+            matches!(api.role, Role::Acquire | Role::TryAcquire),
+        );
+        ev.func = self.f;
+        ev.span = span;
+        ev.chain_span = src.span_of(top.span());
+        ev.stmt_line = self.stmt_line;
+        ev.binding = binding;
+        ev.guards = self.guards.clone();
+        ev.arg_mentions = args.iter().flat_map(|a| mentions(a)).collect();
+        ev.mentions = ev.arg_mentions.clone();
+        ev.mentions.extend(mentions(chain.root_expr));
+        ev.receiver = keys::compact(chain.root_expr);
+        ev.wrapper_fn_line = Some(w.fn_line);
+        let id = self.model.events.len();
+        ev.id = id;
+        self.model.events.push(ev);
+        self.model.fns[self.f].events.push(id);
+        self.wrappers_called.insert(name);
+        vec![id]
     }
 
     /// The first candidate that matches, skipping shapes that need a lock
@@ -213,8 +336,18 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         cands.iter().copied().find(|&r| {
             let api = packs.api(r);
             view.matches(api, packs.pack(r))
-                && (!api.needs_lock_name || self.lockish(view, api, &[]))
+                && (!api.needs_lock_name
+                    || self.lockish(view, api, &[])
+                    || self.key_from_param(view, api))
         })
+    }
+
+    /// The call's key is a parameter of this function (`fn delete_key(con,
+    /// key) { con.del(key) }`): whether it names a lock is for the callers
+    /// to say, if the function turns out to hand the outcome back.
+    fn key_from_param(&self, view: &View, api: &crate::pack::Api) -> bool {
+        view.key(api)
+            .is_some_and(|k| self.params.iter().any(|p| *p == k.norm))
     }
 
     fn lockish(&self, view: &View, api: &crate::pack::Api, binding: &[String]) -> bool {
@@ -326,6 +459,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             lockish,
             receiver: view.receiver().to_string(),
             purpose: None,
+            wrapper_fn_line: None,
         }
     }
 }

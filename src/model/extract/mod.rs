@@ -37,7 +37,7 @@ use crate::source::SourceFile;
 use context::Cx;
 use index::{FnItem, Index};
 use locals::{Builder, LocalTable};
-use walk::{KnownStrings, Walker};
+use walk::{KnownStrings, Walker, Wrapper};
 
 pub use syntax::{mentions, pat_names};
 pub use walk::MAX_EXPR_DEPTH;
@@ -80,23 +80,37 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
     // run in another), when the file could hold a text shape at all.
     let mut builders = HashMap::new();
     let mut known = KnownStrings::default();
+    let mut wrappers: HashMap<String, Wrapper> = HashMap::new();
     let mut pass = 0;
     loop {
-        let (model, returned, learned) = run(&cx, &index.fns, &builders, &known);
+        let (model, returned, learned, found) = run(&cx, &index.fns, &builders, &known, &wrappers);
         pass += 1;
         let new_builders =
             builders.is_empty() && !returned.is_empty() && calls_any(&model, &returned);
         let new_strings = !cx.text_only.is_empty()
             && !learned.is_empty()
             && (learned.returned != known.returned || learned.fields != known.fields);
-        if pass == 3 || !(new_builders || new_strings) {
+        // Wrappers of this file that are called in it and not known yet.
+        let new_wrappers = found
+            .keys()
+            .any(|n| !wrappers.contains_key(n) && calls_name(&model, n));
+        if pass == 3 || !(new_builders || new_strings || new_wrappers) {
             return model;
         }
         if new_builders {
             builders = returned;
         }
         known = learned;
+        wrappers = found;
     }
+}
+
+fn calls_name(model: &FileModel, name: &str) -> bool {
+    model
+        .fns
+        .iter()
+        .flat_map(|f| &f.calls)
+        .any(|c| c.name == name)
 }
 
 fn calls_any(model: &FileModel, returned: &HashMap<String, Builder>) -> bool {
@@ -107,16 +121,24 @@ fn calls_any(model: &FileModel, returned: &HashMap<String, Builder>) -> bool {
         .any(|c| !c.method && returned.contains_key(&c.name))
 }
 
-type Walked<'ast> = (FileModel, HashMap<String, Builder<'ast>>, KnownStrings);
+type Walked<'ast> = (
+    FileModel,
+    HashMap<String, Builder<'ast>>,
+    KnownStrings,
+    HashMap<String, Wrapper>,
+);
 
 fn run<'ast>(
     cx: &Cx<'_, 'ast>,
     fns: &[FnItem<'ast>],
     returned: &HashMap<String, Builder<'ast>>,
     known: &KnownStrings,
+    wrappers: &HashMap<String, Wrapper>,
 ) -> Walked<'ast> {
     let mut model = FileModel::default();
     let mut learned = KnownStrings::default();
+    let mut called = HashSet::new();
+    let mut found: HashMap<String, Option<Wrapper>> = HashMap::new();
     let mut dead = HashSet::new();
     let mut returns = HashMap::new();
     for item in fns {
@@ -148,8 +170,28 @@ fn run<'ast>(
             known,
             fn_name: item.name.clone(),
             learned: &mut learned,
+            wrappers,
+            wrappers_called: &mut called,
+            returned_mentions: Default::default(),
+            returned_events: Vec::new(),
+            params: item.params.iter().map(|(n, _)| n.clone()).collect(),
+            provisional: Vec::new(),
         };
         w.body(&item.params, item.body);
+        let wrapper = passed_on(&w, item);
+        let provisional = std::mem::take(&mut w.provisional);
+        w.dead.extend(provisional);
+        if let Some(wr) = wrapper {
+            // A name defined twice is ambiguous: neither is followed.
+            match found.get(&item.name) {
+                None => {
+                    found.insert(item.name.clone(), Some(wr));
+                }
+                Some(_) => {
+                    found.insert(item.name.clone(), None);
+                }
+            }
+        }
         if let Some(b) = w.returns.take() {
             // Only a function declared to return something hands a builder
             // back; the events its body made of it are its callers' now.
@@ -159,12 +201,55 @@ fn run<'ast>(
             }
         }
     }
+    // A wrapper called in this file is reported where it is called; its
+    // own inner call is not reported again.
+    for name in &called {
+        let Some(w) = wrappers.get(name) else {
+            continue;
+        };
+        for f in model.fns.iter().filter(|f| &f.name == name) {
+            for &e in &f.events {
+                if model.events[e].span.start.offset == w.inner.span.start.offset {
+                    dead.insert(e);
+                }
+            }
+        }
+    }
     outer_duplicates(&model, &mut dead);
     remove_dead(&mut model, &dead);
     for f in &mut model.fns {
         f.events.sort_by_key(|&i| model.events[i].span.start.offset);
     }
-    (model, returns, learned)
+    let found = found
+        .into_iter()
+        .filter_map(|(n, w)| w.map(|w| (n, w)))
+        .collect();
+    (model, returns, learned, found)
+}
+
+/// The lock call whose outcome a function hands back, if any: a take,
+/// release, delete or renewal that is (part of) its returned value, or whose bound
+/// result it returns (`let won = con.set_nx(..)?; Ok(won)`).
+fn passed_on(w: &Walker, item: &FnItem) -> Option<Wrapper> {
+    use crate::pack::Role;
+    let f = &w.model.fns[w.f];
+    let e = f.events.iter().map(|&i| &w.model.events[i]).find(|e| {
+        matches!(
+            e.role,
+            Role::Acquire | Role::TryAcquire | Role::Release | Role::Delete | Role::Renew
+        ) && (w.returned_events.contains(&e.id)
+            || e.binding.iter().any(|b| w.returned_mentions.contains(b)))
+    })?;
+    let key_param = e
+        .key
+        .as_ref()
+        .and_then(|k| item.params.iter().position(|(p, _)| *p == k.norm));
+    Some(Wrapper {
+        inner: e.clone(),
+        key_param,
+        fn_line: item.first_line,
+        method: item.self_ty.is_some(),
+    })
 }
 
 /// One site, one event: when the same API matches an expression and one

@@ -2,7 +2,7 @@
 //! body once, keeps the [`LocalTable`] in step with Rust's block scoping,
 //! and hands every call chain to the classifier ([`super::classify`]).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use syn::spanned::Spanned;
 use syn::{Expr, Stmt};
@@ -44,6 +44,20 @@ pub(super) struct Walker<'a, 'c, 'ast> {
     pub known: &'a KnownStrings,
     /// The name of the function being walked.
     pub fn_name: String,
+    /// Functions of the file that pass a lock call's outcome to their
+    /// callers (from the previous walk), and which of them were called.
+    pub wrappers: &'a HashMap<String, Wrapper>,
+    pub wrappers_called: &'a mut HashSet<String>,
+    /// Identifiers of the values this function hands back.
+    pub returned_mentions: BTreeSet<String>,
+    /// Events made on a value this function hands back.
+    pub returned_events: Vec<usize>,
+    /// Parameter names of the function being walked.
+    pub params: Vec<String>,
+    /// Events matched only because their key is a parameter (see
+    /// `key_from_param`): dropped after the walk, kept only as a wrapper's
+    /// inner call.
+    pub provisional: Vec<usize>,
     /// What this walk learns of them (for the next walk).
     pub learned: &'a mut KnownStrings,
 }
@@ -80,6 +94,20 @@ impl NameStrings for Walker<'_, '_, '_> {
     fn is_local_type(&self, name: &str) -> bool {
         self.cx.types.contains(name)
     }
+}
+
+/// A function of the file that takes, releases or renews a lock and hands
+/// the outcome back (the success flag, guard or reply): its calls in the
+/// file are lock sites with the inner call's properties.
+#[derive(Clone)]
+pub(super) struct Wrapper {
+    /// The inner call's event, as the wrapper's body made it.
+    pub inner: Event,
+    /// The parameter the inner call's key comes from.
+    pub key_param: Option<usize>,
+    pub fn_line: usize,
+    /// Whether the wrapper is a method (called as `x.name(..)`).
+    pub method: bool,
 }
 
 /// An unexecuted builder a function hands back, and the events its body
@@ -123,6 +151,8 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         self.expr(e, Use::Value);
         let events = std::mem::take(&mut self.let_events);
         (self.let_init, self.let_events) = outer;
+        self.returned_mentions.extend(mentions(e));
+        self.returned_events.extend(events.iter().copied());
         self.note_return(e, events);
         self.stmt_line = saved;
     }
