@@ -346,8 +346,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
     /// key) { con.del(key) }`): whether it names a lock is for the callers
     /// to say, if the function turns out to hand the outcome back.
     fn key_from_param(&self, view: &View, api: &crate::pack::Api) -> bool {
-        view.key(api)
-            .is_some_and(|k| self.params.iter().any(|p| *p == k.norm))
+        view.key(api).is_some_and(|k| self.params.contains(&k.norm))
     }
 
     fn lockish(&self, view: &View, api: &crate::pack::Api, binding: &[String]) -> bool {
