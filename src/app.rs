@@ -48,7 +48,7 @@ pub fn run(cli: Cli) -> ExitStatus {
         Ok(s) => s,
         Err(Failure(msg)) => {
             if !msg.is_empty() {
-                eprintln!("error: {msg}");
+                crate::escape::eprintln(&format!("error: {msg}"));
             }
             ExitStatus::Error
         }
@@ -57,13 +57,13 @@ pub fn run(cli: Cli) -> ExitStatus {
 
 /// Prints a miette diagnostic to stderr (no colour unless stderr is a terminal).
 pub fn print_diagnostic(d: &dyn Diagnostic) {
-    eprint!("{}", render_diagnostic(d, std::io::stderr().is_terminal()));
+    crate::escape::eprint_block(&render_diagnostic(d, false));
 }
 
 /// Prints every problem of a YAML file as its own diagnostic, under one
 /// headline, so each shows its file, line and column.
 pub fn print_yaml_errors(e: &YamlErrors) {
-    eprint!("{}", render_yaml_errors(e, std::io::stderr().is_terminal()));
+    crate::escape::eprint_block(&render_yaml_errors(e, false));
 }
 
 pub fn render_yaml_errors(e: &YamlErrors, color: bool) -> String {
@@ -111,17 +111,25 @@ pub fn prepare(paths: &[PathBuf], common: &CommonArgs) -> Result<Prepared, Failu
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(Failure(format!(
                     "{}: no such file or directory",
-                    p.display()
+                    crate::escape::path(p)
                 )))
             }
             // A symlink loop, a directory that cannot be searched, ...
-            Err(e) => return Err(Failure(format!("{}: cannot read: {e}", p.display()))),
+            Err(e) => {
+                return Err(Failure(format!(
+                    "{}: cannot read: {e}",
+                    crate::escape::path(p)
+                )))
+            }
         }
     }
     let config_path = match &common.config {
         Some(p) => {
             if !p.is_file() {
-                return Err(Failure(format!("{}: config file not found", p.display())));
+                return Err(Failure(format!(
+                    "{}: config file not found",
+                    crate::escape::path(p)
+                )));
             }
             Some(p.clone())
         }
@@ -160,7 +168,7 @@ pub fn prepare(paths: &[PathBuf], common: &CommonArgs) -> Result<Prepared, Failu
         &mut walk_errors,
     )?;
     for n in notes {
-        eprintln!("note: {n}");
+        crate::escape::eprintln(&format!("note: {n}"));
     }
     Ok(Prepared {
         settings,
@@ -258,7 +266,9 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
                 }
             }
             // Deleted between the walk and the read: nothing to audit.
-            Err((true, _)) => eprintln!("note: {shown}: removed during the run, skipped"),
+            Err((true, _)) => {
+                crate::escape::eprintln(&format!("note: {shown}: removed during the run, skipped"))
+            }
             Err((false, e)) => audit.unreadable.push(format!("{shown}: {e}")),
         }
     }
@@ -299,25 +309,31 @@ fn fails(findings: &[Finding], fail_on: FailOn) -> bool {
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same
 /// directory, then a rename. An interrupted run leaves the old file or none.
+///
+/// The path may come from a checkout a stranger controls, so nothing is
+/// written through a symbolic link: a link at `path` is replaced by the
+/// report (the rename replaces the link itself, not its target). A device
+/// or FIFO is written in place only when the path names it directly
+/// (`/dev/null`, `/dev/stdout`): renaming a file over a device would
+/// replace the device.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
-    let cannot = |e: std::io::Error| Failure(format!("{}: cannot write: {e}", path.display()));
-    // A symbolic link is kept: its target is replaced.
-    let resolved;
-    let path = match std::fs::canonicalize(path) {
-        Ok(p) if p.as_path() != path => {
-            resolved = p;
-            resolved.as_path()
-        }
-        _ => path,
-    };
-    // `/dev/null`, `/dev/stdout` or a FIFO is written in place: renaming a
-    // file over a device would replace the device.
-    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+    let shown = crate::escape::path(path);
+    let cannot = |e: std::io::Error| Failure(format!("{shown}: cannot write: {e}"));
+    let meta = std::fs::symlink_metadata(path).ok();
+    let is_link = meta.as_ref().is_some_and(|m| m.file_type().is_symlink());
+    if names_a_device(path)
+        || meta
+            .as_ref()
+            .is_some_and(|m| !m.is_file() && !m.is_dir() && !is_link)
+    {
         return std::fs::OpenOptions::new()
             .write(true)
             .open(path)
-            .and_then(|mut f| f.write_all(bytes))
+            .and_then(|mut f| f.write_all(bytes).and_then(|_| f.flush()))
             .map_err(cannot);
+    }
+    if meta.as_ref().is_some_and(|m| m.is_dir()) {
+        return Err(Failure(format!("{shown}: cannot write: is a directory")));
     }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
@@ -325,24 +341,41 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
     };
     let mut builder = tempfile::Builder::new();
     builder.prefix(".lockaudit-");
-    // A temporary file is private (0600); the report should get the
-    // permissions of the file it replaces, or the umask's default.
-    let perms = match std::fs::metadata(path) {
-        Ok(m) => Some(m.permissions()),
-        Err(_) => default_permissions(),
+    // A temporary file is private (0600); the report gets the permissions
+    // of the regular file it replaces, without execute bits, or the umask's
+    // default. A replaced link lends nothing: its target may be a program.
+    let perms = match &meta {
+        Some(m) if m.is_file() => Some(without_exec(m.permissions())),
+        _ => default_permissions(),
     };
     if let Some(p) = perms {
         builder.permissions(p);
     }
-    let mut tmp = builder
-        .tempfile_in(&dir)
-        .map_err(|e| Failure(format!("{}: cannot write: {e}", path.display())))?;
-    tmp.write_all(bytes)
+    let mut tmp = builder.tempfile_in(&dir).map_err(cannot)?;
+    let written = tmp
+        .write_all(bytes)
         .and_then(|_| tmp.as_file().sync_all())
-        .map_err(|e| Failure(format!("{}: cannot write: {e}", path.display())))?;
-    tmp.persist(path)
-        .map_err(|e| Failure(format!("{}: cannot write: {}", path.display(), e.error)))?;
+        .map_err(cannot);
+    written?;
+    tmp.persist(path).map_err(|e| cannot(e.error))?;
     Ok(())
+}
+
+/// `/dev/…` or `/proc/self/fd/…`, named as such on the command line: a
+/// device the caller asked for, written in place even through its links.
+fn names_a_device(path: &Path) -> bool {
+    path.starts_with("/dev") || path.starts_with("/proc/self/fd")
+}
+
+#[cfg(unix)]
+fn without_exec(p: std::fs::Permissions) -> std::fs::Permissions {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::Permissions::from_mode(p.mode() & 0o666)
+}
+
+#[cfg(not(unix))]
+fn without_exec(p: std::fs::Permissions) -> std::fs::Permissions {
+    p
 }
 
 #[cfg(unix)]
@@ -376,18 +409,18 @@ fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
     let prepared = prepare(&args.paths, &args.common)?;
     let mut audit = audit(&prepared, false)?;
     for u in &audit.unreadable {
-        eprintln!("error: {u}");
+        crate::escape::eprintln(&format!("error: {u}"));
     }
     if let Some(path) = &args.write_baseline {
         let b = Baseline::from_findings(&audit.findings);
         write_atomic(path, b.to_json().as_bytes())?;
         if !args.quiet {
-            eprintln!(
+            crate::escape::eprintln(&format!(
                 "wrote {} finding{} to {}",
                 b.len(),
                 report::plural(b.len()),
-                path.display()
-            );
+                crate::escape::path(path)
+            ));
         }
         return Ok(if audit.internal_error || !audit.unreadable.is_empty() {
             ExitStatus::Error
@@ -398,9 +431,14 @@ fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
     let mut baselined = 0;
     let mut stale = Vec::new();
     if let Some(path) = &args.baseline {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Failure(format!("{}: cannot read baseline: {e}", path.display())))?;
-        let b = Baseline::parse(&text).map_err(|e| Failure(format!("{}: {e}", path.display())))?;
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Failure(format!(
+                "{}: cannot read baseline: {e}",
+                crate::escape::path(path)
+            ))
+        })?;
+        let b = Baseline::parse(&text)
+            .map_err(|e| Failure(format!("{}: {e}", crate::escape::path(path))))?;
         let (kept, matched, unmatched) = b.filter(std::mem::take(&mut audit.findings));
         audit.findings = kept;
         baselined = matched;
@@ -450,7 +488,7 @@ fn inventory(args: &InventoryArgs) -> Result<ExitStatus, Failure> {
     let prepared = prepare(&args.paths, &args.common)?;
     let audit = audit(&prepared, true)?;
     for u in &audit.unreadable {
-        eprintln!("error: {u}");
+        crate::escape::eprintln(&format!("error: {u}"));
     }
     let text = match args.format {
         InventoryFormat::Json => {
@@ -548,10 +586,10 @@ fn init(force: bool) -> Result<ExitStatus, Failure> {
     if path.exists() && !force {
         return Err(Failure(format!(
             "{} already exists (use --force to overwrite)",
-            path.display()
+            crate::escape::path(path)
         )));
     }
     write_atomic(path, config::starter().as_bytes())?;
-    eprintln!("wrote {}", path.display());
+    crate::escape::eprintln(&format!("wrote {}", crate::escape::path(path)));
     Ok(ExitStatus::Clean)
 }

@@ -11,6 +11,7 @@ pub mod config;
 pub mod diag;
 pub mod directives;
 pub mod engine;
+pub mod escape;
 pub mod exit;
 pub mod finding;
 pub mod fingerprint;

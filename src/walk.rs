@@ -66,7 +66,7 @@ pub fn collect(
 ) -> Result<Vec<PathBuf>, WalkError> {
     let mut out = Vec::new();
     for p in paths {
-        let meta = std::fs::metadata(p).map_err(|_| WalkError::Missing(p.display().to_string()))?;
+        let meta = std::fs::metadata(p).map_err(|_| WalkError::Missing(crate::escape::path(p)))?;
         if meta.is_file() {
             // A file named on the command line is audited even if excluded,
             // unless `--force-exclude` says otherwise (pre-commit passes
@@ -80,7 +80,7 @@ pub fn collect(
         if !meta.is_dir() {
             notes.push(format!(
                 "{}: not a regular file or directory, skipped",
-                p.display()
+                crate::escape::path(p)
             ));
             continue;
         }
@@ -126,10 +126,13 @@ pub fn collect(
                 if ft.is_symlink() {
                     notes.push(format!(
                         "{}: symbolic link not followed, skipped (name its target to audit it)",
-                        path.display()
+                        crate::escape::path(path)
                     ));
                 } else if !ft.is_dir() {
-                    notes.push(format!("{}: not a regular file, skipped", path.display()));
+                    notes.push(format!(
+                        "{}: not a regular file, skipped",
+                        crate::escape::path(path)
+                    ));
                 }
                 continue;
             }
@@ -171,10 +174,30 @@ pub fn display_path(path: &Path, base: &Path) -> String {
     } else {
         path.to_path_buf()
     };
-    let s = rel.to_string_lossy().replace('\\', "/");
+    // Lossless and printable: a name may hold any byte but `/` and NUL.
+    let s = printable(rel.as_os_str());
     let mut s = s.as_str();
     while let Some(rest) = s.strip_prefix("./") {
         s = rest;
     }
     s.to_string()
+}
+
+/// A path's printed form: `\\` separators as `/`, then escaped (see
+/// [`crate::escape::os_str`]), so the escapes are never ambiguous.
+fn printable(os: &std::ffi::OsStr) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let bytes: Vec<u8> = os
+            .as_bytes()
+            .iter()
+            .map(|&b| if b == b'\\' { b'/' } else { b })
+            .collect();
+        crate::escape::bytes(&bytes)
+    }
+    #[cfg(not(unix))]
+    {
+        crate::escape::text(&os.to_string_lossy().replace('\\', "/")).into_owned()
+    }
 }

@@ -305,10 +305,11 @@ fn output_to_a_device_keeps_the_device() {
     );
 }
 
-/// A report written through a symbolic link replaces the link's target and
-/// keeps the link.
+/// A report written where a symbolic link stands replaces the link and
+/// leaves its target alone: a checkout must not steer the report onto a
+/// file outside it (see tests/untrusted.rs).
 #[test]
-fn output_through_a_symlink_keeps_the_link() {
+fn output_over_a_symlink_replaces_the_link() {
     let dir = with_hostile("plain.rs", b"fn main() {}\n");
     let reports = dir.path().join("reports");
     fs::create_dir(&reports).unwrap();
@@ -320,12 +321,13 @@ fn output_through_a_symlink_keeps_the_link() {
     );
     assert_eq!(r.code, 1, "{r:?}");
     let link = dir.path().join("latest.json");
-    assert!(fs::symlink_metadata(&link)
-        .unwrap()
-        .file_type()
-        .is_symlink());
-    let written = fs::read_to_string(reports.join("real.json")).unwrap();
+    assert!(fs::symlink_metadata(&link).unwrap().is_file());
+    let written = fs::read_to_string(&link).unwrap();
     assert!(written.contains("\"unowned-release\""), "{written}");
+    assert_eq!(
+        fs::read_to_string(reports.join("real.json")).unwrap(),
+        "old"
+    );
 }
 
 #[test]

@@ -1,0 +1,351 @@
+//! lockaudit on a checkout a stranger controls: every file, file name,
+//! symlink, config and rule pack below is hostile. Each test runs the
+//! binary under a memory cap and a timeout: a run that writes outside its
+//! report, reads outside the repository, prints a forged line, aborts, or
+//! takes too much memory or time fails here. Covers #14.
+
+use std::fs;
+use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Address space a run may use. Generous for a debug build with its
+/// worker stacks reserved, and far below what any of the bombs took.
+const MEMORY: u64 = 1536 << 20;
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+#[derive(Debug)]
+struct Run {
+    /// `None`: killed by a signal (an abort, the timeout).
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    raw_stdout: Vec<u8>,
+    raw_stderr: Vec<u8>,
+}
+
+fn run_with(dir: &Path, args: &[&str], setup: impl FnOnce(&mut Command)) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockaudit"));
+    cmd.args(args)
+        .current_dir(dir)
+        .env_remove("NO_COLOR")
+        .env_remove("LOCKAUDIT_INTERNAL_PANIC_ON")
+        .env("MALLOC_ARENA_MAX", "2")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    setup(&mut cmd);
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs between
+    // fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: MEMORY,
+                rlim_max: MEMORY,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().expect("the lockaudit binary runs");
+    let mut out = child.stdout.take();
+    let mut err = child.stderr.take();
+    let read_out = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        if let Some(o) = out.as_mut() {
+            let _ = o.read_to_end(&mut b);
+        }
+        b
+    });
+    let read_err = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        if let Some(e) = err.as_mut() {
+            let _ = e.read_to_end(&mut b);
+        }
+        b
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("lockaudit {args:?} did not finish in {TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let raw_stdout = read_out.join().unwrap();
+    let raw_stderr = read_err.join().unwrap();
+    Run {
+        code: status.code(),
+        stdout: String::from_utf8_lossy(&raw_stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&raw_stderr).into_owned(),
+        raw_stdout,
+        raw_stderr,
+    }
+}
+
+fn run(dir: &Path, args: &[&str]) -> Run {
+    run_with(dir, args, |_| {})
+}
+
+/// A file with one certain finding (`unowned-release` at 4:9).
+const WITNESS: &str = "use redis::Commands;
+
+fn release_lock(con: &mut redis::Connection, lock_key: &str) -> redis::RedisResult<()> {
+    con.del(lock_key)?;
+    Ok(())
+}
+";
+
+/// A repository (it has `.git`) holding the witness.
+fn repo() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir(dir.path().join(".git")).unwrap();
+    fs::write(dir.path().join("witness.rs"), WITNESS).unwrap();
+    dir
+}
+
+fn symlink(target: impl AsRef<Path>, link: impl AsRef<Path>) {
+    std::os::unix::fs::symlink(target, link).unwrap();
+}
+
+fn mode(p: &Path) -> u32 {
+    fs::metadata(p).unwrap().permissions().mode() & 0o777
+}
+
+fn assert_no_forged_line(what: &str, bytes: &[u8]) {
+    let text = String::from_utf8_lossy(bytes);
+    for line in text.lines() {
+        assert!(
+            !line.trim_start().starts_with("::"),
+            "{what}: a line starts a workflow command: {line:?}\n{text}"
+        );
+    }
+    let bad = bytes
+        .iter()
+        .position(|&b| (b < 0x20 && b != b'\n') || b == 0x7f);
+    assert!(
+        bad.is_none(),
+        "{what}: a raw control byte at {bad:?}:\n{text}"
+    );
+    for c in ['\u{85}', '\u{9b}', '\u{202e}'] {
+        assert!(!text.contains(c), "{what}: a raw {c:?}:\n{text}");
+    }
+}
+
+// ---------------------------------------------------------------------
+// 1. Output never written through a committed symlink.
+
+/// A program outside the repository, as `~/.cargo/bin/cargo` would be.
+fn outside_program() -> (tempfile::TempDir, std::path::PathBuf) {
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("cargo");
+    fs::write(&target, "#!/bin/sh\necho real cargo\n").unwrap();
+    fs::set_permissions(&target, fs::Permissions::from_mode(0o755)).unwrap();
+    (outside, target)
+}
+
+#[test]
+fn output_and_baseline_replace_a_committed_symlink() {
+    let dir = repo();
+    let (_outside, target) = outside_program();
+    symlink(&target, dir.path().join("lockaudit.sarif"));
+    symlink(&target, dir.path().join("baseline.json"));
+    symlink("/dev/null", dir.path().join("devnull.json"));
+    let r = run(
+        dir.path(),
+        &[
+            "check",
+            "--format",
+            "sarif",
+            "--output",
+            "lockaudit.sarif",
+            ".",
+        ],
+    );
+    assert_eq!(r.code, Some(1), "{r:?}");
+    let r = run(
+        dir.path(),
+        &["check", "--write-baseline", "baseline.json", "."],
+    );
+    assert_eq!(r.code, Some(0), "{r:?}");
+    let r = run(
+        dir.path(),
+        &["check", "--format", "json", "--output", "devnull.json", "."],
+    );
+    assert_eq!(r.code, Some(1), "{r:?}");
+    // The target is untouched, and keeps its bits.
+    assert_eq!(
+        fs::read_to_string(&target).unwrap(),
+        "#!/bin/sh\necho real cargo\n"
+    );
+    assert_eq!(mode(&target), 0o755);
+    for (name, needle) in [
+        ("lockaudit.sarif", "\"version\": \"2.1.0\""),
+        ("baseline.json", "unowned-release"),
+        ("devnull.json", "unowned-release"),
+    ] {
+        let p = dir.path().join(name);
+        let meta = fs::symlink_metadata(&p).unwrap();
+        assert!(meta.is_file(), "{name} is now a regular file");
+        assert_eq!(mode(&p) & 0o111, 0, "{name} is not executable");
+        assert!(fs::read_to_string(&p).unwrap().contains(needle), "{name}");
+    }
+    use std::os::unix::fs::FileTypeExt;
+    assert!(fs::metadata("/dev/null")
+        .unwrap()
+        .file_type()
+        .is_char_device());
+}
+
+#[test]
+fn a_device_named_directly_is_written_in_place() {
+    let dir = repo();
+    let r = run(
+        dir.path(),
+        &["check", "--format", "json", "--output", "/dev/stdout", "."],
+    );
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert!(r.stdout.contains("\"unowned-release\""), "{r:?}");
+}
+
+#[test]
+fn an_executable_report_loses_its_execute_bits() {
+    let dir = repo();
+    let report = dir.path().join("report.json");
+    fs::write(&report, "old").unwrap();
+    fs::set_permissions(&report, fs::Permissions::from_mode(0o755)).unwrap();
+    let r = run(
+        dir.path(),
+        &["check", "--format", "json", "--output", "report.json", "."],
+    );
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert_eq!(mode(&report), 0o644);
+}
+
+// ---------------------------------------------------------------------
+// 3. Every printed path and piece of source text is escaped.
+
+/// Names holding each control character a terminal or a CI runner reads.
+const HOSTILE_NAMES: [&str; 10] = [
+    "y\n::warning::X\n.rs",
+    "cr\r::error::X.rs",
+    "tab\t.rs",
+    "esc\x1b]0;title\x07\x1b[31m.rs",
+    "bell\x07.rs",
+    "del\x7f.rs",
+    "c1\u{85}next\u{9b}31m.rs",
+    "bidi\u{202e}sr.txt.rs",
+    "ff\x0c\x0b.rs",
+    "x\u{2028}line.rs",
+];
+
+#[test]
+fn file_names_with_control_characters_are_escaped_in_every_text_format() {
+    let dir = repo();
+    for name in HOSTILE_NAMES {
+        fs::write(dir.path().join(name), WITNESS).unwrap();
+    }
+    for format in ["human", "short", "table"] {
+        let r = run(dir.path(), &["check", "--format", format, "."]);
+        assert_eq!(r.code, Some(1), "{format}: {r:?}");
+        assert_no_forged_line(format, &r.raw_stdout);
+        assert_no_forged_line(format, &r.raw_stderr);
+        assert!(
+            r.stdout.contains("y\\n::warning::X\\n.rs"),
+            "{format}: {}",
+            r.stdout
+        );
+        assert!(r.stdout.contains("esc\\x1b]0;title\\x07"), "{format}");
+    }
+    let r = run(dir.path(), &["check", "--format", "short", "."]);
+    // Every hostile file was audited, under its escaped name.
+    assert_eq!(
+        r.stdout.matches("error[unowned-release]").count(),
+        11,
+        "{r:?}"
+    );
+    let r = run(dir.path(), &["inventory", "."]);
+    assert_no_forged_line("inventory", &r.raw_stdout);
+}
+
+#[test]
+fn skip_notes_on_stderr_are_escaped() {
+    let dir = repo();
+    symlink(
+        "witness.rs",
+        dir.path()
+            .join("x\n::error file=README.md,line=1::INJECTED\n.rs"),
+    );
+    let fifo = dir.path().join("f\n::stop-commands::tok\n.rs");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let r = run(dir.path(), &["check", "--format", "short", "."]);
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert_no_forged_line("stderr", &r.raw_stderr);
+    assert!(
+        r.stderr
+            .contains("x\\n::error file=README.md,line=1::INJECTED\\n.rs: symbolic link"),
+        "{r:?}"
+    );
+    assert!(r
+        .stderr
+        .contains("f\\n::stop-commands::tok\\n.rs: not a regular file"));
+}
+
+#[test]
+fn control_characters_in_source_text_are_escaped() {
+    let dir = repo();
+    // A comment on the flagged line holds escape sequences, a carriage
+    // return and a NUL; a string literal holds a bidi override.
+    let text = WITNESS.replace(
+        "    con.del(lock_key)?;",
+        "    con.del(lock_key)?; // \x1b]8;;http://x\x07\x1b[2J\0 \r::error::forged \u{202e}",
+    );
+    fs::write(dir.path().join("witness.rs"), text).unwrap();
+    let r = run(dir.path(), &["check", "--color", "never", "."]);
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert_no_forged_line("human", &r.raw_stdout);
+    assert!(r
+        .stdout
+        .contains("// \\x1b]8;;http://x\\x07\\x1b[2J\\0 \\r::error::forged"));
+    assert!(r.stdout.contains("unowned-release"));
+}
+
+/// Covers #14 item 9: names that are not UTF-8 stay apart.
+#[test]
+fn names_that_are_not_utf8_are_lossless() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = repo();
+    for name in [&b"\xff.rs"[..], &b"\xfe.rs"[..]] {
+        fs::write(dir.path().join(std::ffi::OsStr::from_bytes(name)), WITNESS).unwrap();
+    }
+    let r = run(dir.path(), &["check", "--format", "json", "."]);
+    assert_eq!(r.code, Some(1), "{r:?}");
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let findings = v["findings"].as_array().unwrap();
+    let of = |path: &str| {
+        findings
+            .iter()
+            .find(|f| f["path"] == path)
+            .unwrap_or_else(|| panic!("{path} in {}", r.stdout))["fingerprint"]
+            .clone()
+    };
+    assert_ne!(of("\\xff.rs"), of("\\xfe.rs"));
+    let r = run(dir.path(), &["check", "--format", "sarif", "."]);
+    // SARIF carries the name as a URI: the backslash is percent-encoded.
+    assert!(
+        r.stdout.contains("\"%5Cxff.rs\"") && r.stdout.contains("\"%5Cxfe.rs\""),
+        "{}",
+        r.stdout
+    );
+}
