@@ -123,7 +123,7 @@ pub fn prepare(paths: &[PathBuf], common: &CommonArgs) -> Result<Prepared, Failu
             }
         }
     }
-    let config_path = match &common.config {
+    let loaded = match &common.config {
         Some(p) => {
             if !p.is_file() {
                 return Err(Failure(format!(
@@ -131,17 +131,23 @@ pub fn prepare(paths: &[PathBuf], common: &CommonArgs) -> Result<Prepared, Failu
                     crate::escape::path(p)
                 )));
             }
-            Some(p.clone())
+            Some(config::load(p, &walk::display_path(p, &cwd)))
         }
         None => config::discover(
             paths
                 .first()
                 .map(PathBuf::as_path)
                 .unwrap_or(Path::new(".")),
-        ),
+        )
+        .map(|p| {
+            // The audited tree is untrusted: its config stays inside it.
+            let dir = p.parent().unwrap_or(Path::new("."));
+            let root = config::repo_root(dir).unwrap_or_else(|| dir.to_path_buf());
+            config::load_discovered(&p, &root, &walk::display_path(&p, &cwd))
+        }),
     };
-    let mut settings = match &config_path {
-        Some(p) => config::load(p, &walk::display_path(p, &cwd)).map_err(|e| {
+    let mut settings = match loaded {
+        Some(r) => r.map_err(|e| {
             print_yaml_errors(&e);
             Failure(String::new())
         })?,
@@ -431,7 +437,7 @@ fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
     let mut baselined = 0;
     let mut stale = Vec::new();
     if let Some(path) = &args.baseline {
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        let text = config::read_input(path, config::MAX_BASELINE_BYTES).map_err(|e| {
             Failure(format!(
                 "{}: cannot read baseline: {e}",
                 crate::escape::path(path)

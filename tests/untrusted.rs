@@ -349,3 +349,138 @@ fn names_that_are_not_utf8_are_lossless() {
         r.stdout
     );
 }
+
+// ---------------------------------------------------------------------
+// 2. Nothing outside the repository is read through a discovered config.
+
+const SECRET: &str = "hunter2-do-not-print";
+
+#[test]
+fn a_discovered_config_linked_outside_is_not_read() {
+    let dir = repo();
+    symlink("/proc/self/environ", dir.path().join(".lockaudit.yaml"));
+    let r = run_with(dir.path(), &["check", "."], |c| {
+        c.env("LOCKAUDIT_TEST_SECRET", SECRET);
+    });
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(
+        !r.stderr.contains(SECRET) && !r.stdout.contains(SECRET),
+        "{r:?}"
+    );
+    assert!(r.stderr.contains("outside the repository"), "{r:?}");
+
+    // The same through a directory link, and to a file of another tree.
+    let dir = repo();
+    let outside = tempfile::tempdir().unwrap();
+    fs::write(
+        outside.path().join("lockaudit.yaml"),
+        format!("{SECRET}: [\n"),
+    )
+    .unwrap();
+    symlink(
+        outside.path().join("lockaudit.yaml"),
+        dir.path().join("lockaudit.yaml"),
+    );
+    let r = run(dir.path(), &["check", "."]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(!r.stderr.contains(SECRET), "{r:?}");
+}
+
+#[test]
+fn rule_packs_named_by_a_discovered_config_stay_inside() {
+    let outside = tempfile::tempdir().unwrap();
+    let secret_pack = outside.path().join("pack.yaml");
+    fs::write(&secret_pack, format!("{SECRET}: 1\n")).unwrap();
+    for rules in [
+        "/etc/passwd".to_string(),
+        secret_pack.display().to_string(),
+        "../../../../../../../../etc/passwd".to_string(),
+        "linked.yaml".to_string(),
+        "/proc/self/environ".to_string(),
+    ] {
+        let dir = repo();
+        symlink(&secret_pack, dir.path().join("linked.yaml"));
+        fs::write(
+            dir.path().join("lockaudit.yaml"),
+            format!("rules:\n  - {rules}\n"),
+        )
+        .unwrap();
+        let r = run_with(dir.path(), &["check", "."], |c| {
+            c.env("LOCKAUDIT_TEST_SECRET", SECRET);
+        });
+        assert_eq!(r.code, Some(2), "{rules}: {r:?}");
+        assert!(
+            r.stderr.contains("lockaudit.yaml:2:5: rule pack")
+                && r.stderr.contains("resolves outside the"),
+            "{rules}: {r:?}"
+        );
+        assert!(!r.stderr.contains(SECRET), "{rules}: {r:?}");
+        assert!(!r.stderr.contains("root:x:0"), "{rules}: {r:?}");
+    }
+    // Named on the command line, a config is trusted wherever it and its
+    // packs are.
+    let dir = repo();
+    let config = outside.path().join("trusted.yaml");
+    fs::write(
+        outside.path().join("own.yaml"),
+        "backend: own\ndescription: d\nconsensus: false\napis: []\n",
+    )
+    .unwrap();
+    fs::write(&config, "rules: [own.yaml]\n").unwrap();
+    let r = run(
+        dir.path(),
+        &["check", "--config", config.to_str().unwrap(), "."],
+    );
+    assert_eq!(r.code, Some(1), "{r:?}");
+}
+
+#[test]
+fn only_small_regular_files_are_read_as_config_pack_or_baseline() {
+    // A pack that is a FIFO or a device, a baseline that never ends.
+    let dir = repo();
+    let fifo = dir.path().join("fifo.yaml");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    fs::write(dir.path().join("lockaudit.yaml"), "rules: [fifo.yaml]\n").unwrap();
+    let r = run(dir.path(), &["check", "."]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(r.stderr.contains("not a regular file"), "{r:?}");
+
+    let dir = repo();
+    symlink("/dev/zero", dir.path().join("baseline.json"));
+    let r = run(dir.path(), &["check", "--baseline", "baseline.json", "."]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(r.stderr.contains("not a regular file"), "{r:?}");
+
+    let dir = repo();
+    let mut big = String::from("exclude:\n");
+    while big.len() <= 1 << 20 {
+        big.push_str("  - \"vendor/**\"\n");
+    }
+    fs::write(dir.path().join("lockaudit.yaml"), big).unwrap();
+    let r = run(dir.path(), &["check", "."]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(r.stderr.contains("larger than 1048576 bytes"), "{r:?}");
+}
+
+#[test]
+fn a_yaml_error_quotes_one_short_line() {
+    let dir = repo();
+    let long = "x".repeat(100_000);
+    fs::write(
+        dir.path().join("lockaudit.yaml"),
+        format!("# {SECRET}\nchecks:\n  missing-purpose: loud{long}\n# {SECRET}\n"),
+    )
+    .unwrap();
+    let r = run(dir.path(), &["check", "."]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(r.stderr.contains("lockaudit.yaml:3:20"), "{r:?}");
+    assert!(!r.stderr.contains(SECRET), "{r:?}");
+    assert!(
+        r.stderr.len() < 2000,
+        "{} bytes: {}",
+        r.stderr.len(),
+        r.stderr
+    );
+}

@@ -90,8 +90,89 @@ pub fn discover(start: &Path) -> Option<PathBuf> {
     }
 }
 
+/// Largest config or rule pack read, in bytes.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+/// Largest baseline read, in bytes.
+pub const MAX_BASELINE_BYTES: u64 = 64 << 20;
+
+/// Reads a file lockaudit takes settings from (config, rule pack,
+/// baseline): a regular file of at most `cap` bytes of UTF-8, never a
+/// FIFO, a device or a kernel file (`/proc`, `/sys`), which could block the
+/// run, never end, or hold secrets.
+pub fn read_input(path: &Path, cap: u64) -> Result<String, String> {
+    use std::io::Read;
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    let real = std::fs::canonicalize(path).map_err(|e| e.to_string())?;
+    let kernel = ["/proc", "/sys", "/dev"]
+        .iter()
+        .any(|k| real.starts_with(k));
+    if !meta.is_file() || kernel {
+        return Err("not a regular file".into());
+    }
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let too_big = || format!("larger than {} bytes", cap);
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return Err("not a regular file".into());
+    }
+    if meta.len() > cap {
+        return Err(too_big());
+    }
+    let mut bytes = Vec::new();
+    file.take(cap + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > cap {
+        return Err(too_big());
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "not UTF-8 text (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        )
+    })
+}
+
+/// The repository a directory belongs to: the nearest ancestor (itself
+/// included) that holds `.git`.
+pub fn repo_root(dir: &Path) -> Option<PathBuf> {
+    let dir = std::fs::canonicalize(dir).ok()?;
+    dir.ancestors()
+        .find(|d| d.join(".git").exists())
+        .map(Path::to_path_buf)
+}
+
+/// Loads a config named on the command line: trusted, so it and the rule
+/// packs it names may be anywhere.
 pub fn load(path: &Path, shown: &str) -> Result<Settings, YamlErrors> {
-    let text = match std::fs::read_to_string(path) {
+    load_within(path, shown, None)
+}
+
+/// Loads a config that discovery found in the audited tree, which may come
+/// from a stranger: the config itself and every rule pack it names must
+/// resolve, after symbolic links, inside `root` (the repository). A config
+/// that does not is not read at all, so nothing of it is ever quoted.
+pub fn load_discovered(path: &Path, root: &Path, shown: &str) -> Result<Settings, YamlErrors> {
+    let inside = match (std::fs::canonicalize(path), std::fs::canonicalize(root)) {
+        (Ok(p), Ok(r)) => p.starts_with(&r),
+        _ => false,
+    };
+    if !inside {
+        let mut c = Collector::new(shown, "");
+        c.at(
+            &[],
+            format!(
+                "the config resolves outside the repository ({}): not read",
+                crate::escape::path(root)
+            ),
+            Some("a config found in the audited tree must be a file inside it; pass a config kept elsewhere with `--config`".into()),
+        );
+        return Err(c.finish("config").unwrap_err());
+    }
+    load_within(path, shown, Some(root))
+}
+
+fn load_within(path: &Path, shown: &str, root: Option<&Path>) -> Result<Settings, YamlErrors> {
+    let text = match read_input(path, MAX_CONFIG_BYTES) {
         Ok(t) => t,
         Err(e) => {
             let mut c = Collector::new(shown, "");
@@ -103,7 +184,7 @@ pub fn load(path: &Path, shown: &str) -> Result<Settings, YamlErrors> {
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
-    let mut settings = parse(shown, &text, &base)?;
+    let mut settings = parse_within(shown, &text, &base, root)?;
     settings.path = Some(path.to_path_buf());
     Ok(settings)
 }
@@ -111,6 +192,17 @@ pub fn load(path: &Path, shown: &str) -> Result<Settings, YamlErrors> {
 const HINT: &str = "the keys are `rules`, `checks`, `exclude`, `lock-name-pattern` and `default-purpose` (see the README)";
 
 pub fn parse(shown: &str, text: &str, base: &Path) -> Result<Settings, YamlErrors> {
+    parse_within(shown, text, base, None)
+}
+
+/// [`parse`], with every rule pack required to resolve inside `root`.
+fn parse_within(
+    shown: &str,
+    text: &str,
+    base: &Path,
+    root: Option<&Path>,
+) -> Result<Settings, YamlErrors> {
+    let root = root.and_then(|r| std::fs::canonicalize(r).ok());
     let mut c = Collector::new(shown, text);
     let raw: RawConfig = if text.trim().is_empty() {
         RawConfig::default()
@@ -134,12 +226,27 @@ pub fn parse(shown: &str, text: &str, base: &Path) -> Result<Settings, YamlError
     };
     for (i, r) in raw.rules.iter().enumerate() {
         let p = base.join(r);
-        if !p.is_file() {
+        if !p.exists() {
             c.at(
                 &["rules".into(), Seg::Index(i)],
                 format!("rule pack `{r}` does not exist"),
                 Some("paths in `rules` are relative to the config file".into()),
             );
+        } else if !p.is_file() {
+            c.at(
+                &["rules".into(), Seg::Index(i)],
+                format!("rule pack `{r}` is not a regular file"),
+                None,
+            );
+        } else if let Some(root) = &root {
+            let inside = std::fs::canonicalize(&p).is_ok_and(|real| real.starts_with(root));
+            if !inside {
+                c.at(
+                    &["rules".into(), Seg::Index(i)],
+                    format!("rule pack `{r}` resolves outside the repository: not read"),
+                    Some("a discovered config may only name packs inside the repository; pass a config kept elsewhere with `--config`".into()),
+                );
+            }
         }
         settings.rules.push(p);
     }

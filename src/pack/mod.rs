@@ -208,7 +208,7 @@ impl PackSet {
         let mut errors = Vec::new();
         for path in user {
             let shown = crate::walk::display_path(path, display_base);
-            match std::fs::read_to_string(path) {
+            match crate::config::read_input(path, crate::config::MAX_CONFIG_BYTES) {
                 Ok(text) => match compile::compile(&shown, &text, false) {
                     Ok(p) => packs.push(p),
                     Err(e) => errors.push(e),
