@@ -101,6 +101,8 @@ pub struct Prepared {
     pub prefilter: bool,
     /// Directories the walk could not read.
     pub walk_errors: Vec<String>,
+    /// The config's and the command line's excludes.
+    pub excludes: Excludes,
 }
 
 pub fn prepare(paths: &[PathBuf], common: &CommonArgs) -> Result<Prepared, Failure> {
@@ -184,6 +186,7 @@ pub fn prepare(paths: &[PathBuf], common: &CommonArgs) -> Result<Prepared, Failu
         jobs: common.jobs,
         prefilter: !common.no_prefilter,
         walk_errors,
+        excludes,
     })
 }
 
@@ -218,7 +221,8 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
     let prefilter = p
         .prefilter
         .then(|| Prefilter::new(&p.packs, &p.settings.lock_name));
-    let resolver = CrateResolver::new(&p.packs, &p.settings.lock_name, p.cwd.clone());
+    let resolver = CrateResolver::new(&p.packs, &p.settings.lock_name, p.cwd.clone())
+        .with_limits(p.excludes.clone(), p.settings.max_file_size);
     let engine = Engine {
         packs: &p.packs,
         settings: &p.settings,
@@ -226,11 +230,7 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
         only: None,
         resolver: Some(&resolver),
     };
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(p.jobs.unwrap_or(0))
-        .stack_size(64 * 1024 * 1024)
-        .thread_name(|i| format!("lockaudit-{i}"))
-        .build()?;
+    let pool = crate::parse::pool(p.jobs)?;
     let results: Vec<(String, FileResult)> = pool.install(|| {
         p.files
             .par_iter()

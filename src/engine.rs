@@ -117,31 +117,21 @@ impl Engine<'_> {
         // The comment pass also measures nesting: deeper code never reaches
         // the parser, whose recursion could overflow the stack.
         let directives = Directives::scan(&src.text);
-        if let Some(offset) = directives.lexed.too_deep {
-            let pos = src.pos_of_offset(offset);
-            let f = checks::parse_error_finding(
-                Span {
-                    start: pos,
-                    end: pos,
-                },
-                &format!(
-                    "brackets, generics or prefix operators nest deeper than {} levels",
-                    crate::directives::lexer::MAX_NESTING
-                ),
-            );
-            return self.finish(&src, vec![f], None);
-        }
-        let file = match syn::parse_file(&src.text) {
+        let file = match crate::parse::file_measured(&src.text, directives.lexed.too_deep) {
             Ok(f) => f,
-            Err(e) => {
-                let s = e.span().start();
-                let pos = src.pos_of_line_col(s.line, s.column);
+            Err(refused) => {
+                let pos = match &refused {
+                    crate::parse::Refused::TooDeep(offset) => src.pos_of_offset(*offset),
+                    crate::parse::Refused::Syntax { line, column, .. } => {
+                        src.pos_of_line_col(*line, *column)
+                    }
+                };
                 let f = checks::parse_error_finding(
                     Span {
                         start: pos,
                         end: pos,
                     },
-                    &e.to_string(),
+                    &refused.message(),
                 );
                 return self.finish(&src, vec![f], None);
             }

@@ -15,6 +15,10 @@ use crate::prefilter::Prefilter;
 use crate::walk;
 
 fn git(args: &[&str], cwd: &Path) -> Result<String, Failure> {
+    git_bytes(args, cwd).map(|b| String::from_utf8_lossy(&b).into_owned())
+}
+
+fn git_bytes(args: &[&str], cwd: &Path) -> Result<Vec<u8>, Failure> {
     let out = Command::new("git")
         .args(args)
         .current_dir(cwd)
@@ -27,7 +31,7 @@ fn git(args: &[&str], cwd: &Path) -> Result<String, Failure> {
             String::from_utf8_lossy(&out.stderr).trim()
         )));
     }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    Ok(out.stdout)
 }
 
 /// Fingerprints of every (unsuppressed) finding at `rev`, for the files
@@ -51,7 +55,7 @@ pub fn fingerprints_at(
     let prefix = git(&["rev-parse", "--show-prefix"], cwd)?
         .trim()
         .to_string();
-    let listing = git(&["ls-tree", "-r", "-z", "--full-tree", rev], cwd)?;
+    let listing = git_bytes(&["ls-tree", "-r", "-z", "--full-tree", rev], cwd)?;
     // Paths asked for, as display paths relative to the current directory.
     let wanted: Vec<String> = paths
         .iter()
@@ -59,18 +63,32 @@ pub fn fingerprints_at(
         .map(|s| if s == "." { String::new() } else { s })
         .collect();
     let mut blobs = Vec::new();
-    for entry in listing.split('\0').filter(|e| !e.is_empty()) {
-        let Some((meta, path)) = entry.split_once('\t') else {
+    for entry in listing.split(|b| *b == 0).filter(|e| !e.is_empty()) {
+        let Some(tab) = entry.iter().position(|b| *b == b'\t') else {
             continue;
         };
+        let meta = String::from_utf8_lossy(&entry[..tab]);
+        let raw_path = &entry[tab + 1..];
         let mut parts = meta.split_whitespace();
         let (_mode, kind, sha) = (parts.next(), parts.next(), parts.next());
-        if kind != Some("blob") || !path.ends_with(".rs") {
+        if kind != Some("blob") || !raw_path.ends_with(b".rs") {
             continue;
         }
+        // As the walk would see it: no hidden directory or file, no
+        // `target/`, nothing the excludes name.
+        let hidden = raw_path
+            .split(|b| *b == b'/')
+            .any(|seg| seg.starts_with(b".") || seg == b"target");
+        if hidden {
+            continue;
+        }
+        let path = printable(raw_path);
         let Some(rel) = path.strip_prefix(prefix.as_str()) else {
             continue;
         };
+        if p.excludes.excludes_file(&cwd.join(rel)) {
+            continue;
+        }
         let inside = wanted.iter().any(|w| {
             w.is_empty() || rel == w || rel.starts_with(&format!("{}/", w.trim_end_matches('/')))
         });
@@ -89,19 +107,22 @@ pub fn fingerprints_at(
         only: None,
         resolver: None,
     };
-    let sets: Vec<Vec<String>> = blobs
-        .par_iter()
-        .zip(contents.par_iter())
-        .map(|((path, _), bytes)| {
-            engine
-                .check_bytes(path, bytes, false)
-                .findings
-                .into_iter()
-                .filter(|f| f.suppressed.is_none())
-                .map(|f| f.fingerprint)
-                .collect()
-        })
-        .collect();
+    let pool = crate::parse::pool(p.jobs)?;
+    let sets: Vec<Vec<String>> = pool.install(|| {
+        blobs
+            .par_iter()
+            .zip(contents.par_iter())
+            .map(|((path, _), bytes)| {
+                engine
+                    .check_bytes(path, bytes, false)
+                    .findings
+                    .into_iter()
+                    .filter(|f| f.suppressed.is_none())
+                    .map(|f| f.fingerprint)
+                    .collect()
+            })
+            .collect()
+    });
     Ok(sets.into_iter().flatten().collect())
 }
 
@@ -148,4 +169,13 @@ fn cat_blobs(blobs: &[(String, String)], cwd: &Path) -> Result<Vec<Vec<u8>>, Fai
         i = start + size + 1;
     }
     Ok(out)
+}
+
+/// A path from git as the walk prints it (see [`walk::display_path`]).
+fn printable(raw: &[u8]) -> String {
+    let bytes: Vec<u8> = raw
+        .iter()
+        .map(|&b| if b == b'\\' { b'/' } else { b })
+        .collect();
+    crate::escape::bytes(&bytes)
 }

@@ -19,6 +19,7 @@ pub mod gitref;
 pub mod inventory;
 pub mod model;
 pub mod pack;
+pub mod parse;
 pub mod prefilter;
 pub mod report;
 pub mod source;

@@ -44,6 +44,11 @@ impl Excludes {
         Ok(Excludes { sets })
     }
 
+    /// Whether a file, or a directory above it, is excluded.
+    pub fn excludes_file(&self, path: &Path) -> bool {
+        self.excluded(path, false) || ancestors_excluded(path, self)
+    }
+
     fn excluded(&self, path: &Path, is_dir: bool) -> bool {
         if self.sets.is_empty() {
             return false;

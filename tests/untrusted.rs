@@ -484,3 +484,201 @@ fn a_yaml_error_quotes_one_short_line() {
         r.stderr
     );
 }
+
+// ---------------------------------------------------------------------
+// 4. Small valid files never abort the run.
+
+/// The shapes whose nesting syn follows with its stack, each repeated far
+/// past the guard (sizes as found: up to 210 KB).
+fn deep_shapes() -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "return.rs",
+            format!("fn g() {{ {}1; }}\n", "return ".repeat(30_000)),
+        ),
+        (
+            "closures.rs",
+            format!("fn g() {{ let f = {}1; }}\n", "|x| ".repeat(20_000)),
+        ),
+        (
+            "fn_ptr.rs",
+            format!("type F = {}u8;\n", "fn() -> ".repeat(30_000)),
+        ),
+        (
+            "raw_ptr.rs",
+            format!("type P = {}u8;\n", "*const ".repeat(30_000)),
+        ),
+        (
+            "qualified.rs",
+            format!(
+                "type Q = {}T{};\n",
+                "<".repeat(20_000),
+                " as A>::B".repeat(20_000)
+            ),
+        ),
+        (
+            "yield.rs",
+            format!("fn g() {{ {}1; }}\n", "yield ".repeat(50_000)),
+        ),
+        (
+            "break.rs",
+            format!("fn g() {{ loop {{ {}1; }} }}\n", "break ".repeat(30_000)),
+        ),
+        (
+            "refs.rs",
+            format!("type R = {}u8;\n", "&'a ".repeat(30_000)),
+        ),
+        (
+            "typed_closures.rs",
+            format!("fn g() {{ {}1; }}\n", "move |x: u8| ".repeat(20_000)),
+        ),
+    ]
+}
+
+#[test]
+fn deeply_nested_shapes_are_parse_errors_not_aborts() {
+    let dir = repo();
+    for (name, text) in deep_shapes() {
+        fs::write(dir.path().join(name), text).unwrap();
+    }
+    let r = run(
+        dir.path(),
+        &["check", "--format", "short", "--no-prefilter", "."],
+    );
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert!(
+        r.stdout.contains("witness.rs:4:9: error[unowned-release]"),
+        "{r:?}"
+    );
+    for (name, _) in deep_shapes() {
+        assert!(
+            r.stdout.contains(&format!("{name}:1:"))
+                && r.stdout.lines().any(|l| l.starts_with(name)
+                    && l.contains("error[parse-error]")
+                    && l.contains("nest deeper than 256 levels")),
+            "{name}: {}",
+            r.stdout
+        );
+    }
+    let r = run(dir.path(), &["inventory", "--format", "json", "."]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+}
+
+/// The cross-file lookup of the fencing check reads only files the run
+/// audits: a helper in an excluded file is unknown.
+#[test]
+fn the_cross_file_lookup_never_reads_excluded_files() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/projects/fenced-crate");
+    let dir = repo();
+    fs::create_dir(dir.path().join("src")).unwrap();
+    for f in ["Cargo.toml", "src/lib.rs", "src/store.rs"] {
+        fs::copy(root.join(f), dir.path().join(f)).unwrap();
+    }
+    let args = ["check", "--format", "short", "--no-prefilter", "src/lib.rs"];
+    let r = run(dir.path(), &args);
+    assert!(
+        r.stdout
+            .contains("src/lib.rs:17:23: error[unfenced-correctness-lock]"),
+        "{r:?}"
+    );
+    fs::write(
+        dir.path().join("lockaudit.yaml"),
+        "exclude: [\"src/store.rs\"]\n",
+    )
+    .unwrap();
+    let r = run(dir.path(), &args);
+    assert!(!r.stdout.contains("unfenced-correctness-lock"), "{r:?}");
+    // Deep code in a helper file is refused there too, not parsed.
+    fs::remove_file(dir.path().join("lockaudit.yaml")).unwrap();
+    let mut store = fs::read_to_string(dir.path().join("src/store.rs")).unwrap();
+    store.push_str(&format!("fn deep() {{ {}1; }}\n", "return ".repeat(30_000)));
+    fs::write(dir.path().join("src/store.rs"), store).unwrap();
+    let r = run(dir.path(), &args);
+    assert!(r.code.is_some(), "{r:?}");
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=Test",
+            "-c",
+            "user.email=test@example.com",
+            "-c",
+            "commit.gpgsign=false",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .env_remove("GIT_DIR")
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `--new-since` parses the base revision through the same guard, and a
+/// hostile `.git/config` executes nothing (held).
+#[test]
+fn new_since_is_guarded_and_runs_nothing_from_the_repository() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    git(d, &["init", "-q"]);
+    fs::write(d.join("witness.rs"), WITNESS).unwrap();
+    for (name, text) in deep_shapes() {
+        fs::write(d.join(name), text).unwrap();
+    }
+    fs::create_dir_all(d.join("target")).unwrap();
+    fs::create_dir_all(d.join(".hidden")).unwrap();
+    fs::write(d.join("target/deep.rs"), deep_shapes()[0].1.clone()).unwrap();
+    fs::write(d.join(".hidden/deep.rs"), deep_shapes()[1].1.clone()).unwrap();
+    git(d, &["add", "-A", "-f"]);
+    git(d, &["commit", "-q", "-m", "base"]);
+    // Anything git would run from the repository leaves a mark.
+    let mark = d.join("executed");
+    let cmd = format!("touch {}", mark.display());
+    for key in [
+        "core.fsmonitor",
+        "core.pager",
+        "core.sshCommand",
+        "diff.external",
+    ] {
+        git(d, &["config", key, &cmd]);
+    }
+    for hook in ["post-checkout", "pre-commit", "reference-transaction"] {
+        let h = d.join(".git/hooks").join(hook);
+        fs::write(&h, format!("#!/bin/sh\n{cmd}\n")).unwrap();
+        fs::set_permissions(&h, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    fs::write(d.join("witness.rs"), format!("{WITNESS}\nfn more() {{}}\n")).unwrap();
+    for rev in ["HEAD", "--output=/tmp/x", "HEAD;touch executed"] {
+        let r = run(
+            d,
+            &[
+                "check",
+                "--format",
+                "short",
+                "--no-prefilter",
+                "--new-since",
+                rev,
+                ".",
+            ],
+        );
+        assert!(r.code.is_some(), "{rev}: {r:?}");
+        if rev == "HEAD" {
+            // The witness and the nine parse errors were all there before.
+            assert_eq!(r.code, Some(0), "{r:?}");
+            assert!(
+                r.stdout.contains("10 already present at the base revision"),
+                "{r:?}"
+            );
+        } else {
+            assert_eq!(r.code, Some(2), "{rev}: {r:?}");
+        }
+    }
+    assert!(!mark.exists(), "something from the repository ran");
+}

@@ -17,6 +17,8 @@ use crate::yamlloc::Seg;
 use raw::RawConfig;
 
 pub const DEFAULT_LOCK_NAME_PATTERN: &str = "(?i)lock|mutex|leader|lease|semaphore";
+/// Files larger than this many bytes are not audited (a note says so).
+pub const DEFAULT_MAX_FILE_SIZE: u64 = 8 << 20;
 pub const CONFIG_NAMES: [&str; 2] = ["lockaudit.yaml", ".lockaudit.yaml"];
 
 /// Validated settings.
@@ -32,6 +34,8 @@ pub struct Settings {
     pub exclude: Vec<String>,
     pub lock_name: Regex,
     pub default_purpose: Option<Purpose>,
+    /// Larger files are reported as not audited instead of being parsed.
+    pub max_file_size: u64,
     /// Not from the file: where the current directory sits inside the
     /// repository (`services/api/`), so that fingerprints name files by
     /// their repository path whichever directory lockaudit runs from.
@@ -48,6 +52,7 @@ impl Default for Settings {
             exclude: Vec::new(),
             lock_name: Regex::new(DEFAULT_LOCK_NAME_PATTERN).unwrap(),
             default_purpose: None,
+            max_file_size: DEFAULT_MAX_FILE_SIZE,
             repo_prefix: String::new(),
         }
     }

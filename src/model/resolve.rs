@@ -37,6 +37,9 @@ pub struct CrateResolver<'a> {
     /// Crate root → its `.rs` files (display path, text).
     crates: Mutex<HashMap<PathBuf, Arc<CrateFiles>>>,
     models: Mutex<HashMap<String, Option<Arc<FileModel>>>>,
+    /// Files the run does not audit are not read here either.
+    excludes: Option<crate::walk::Excludes>,
+    max_file_size: u64,
 }
 
 impl<'a> CrateResolver<'a> {
@@ -47,7 +50,17 @@ impl<'a> CrateResolver<'a> {
             cwd,
             crates: Mutex::new(HashMap::new()),
             models: Mutex::new(HashMap::new()),
+            excludes: None,
+            max_file_size: crate::config::DEFAULT_MAX_FILE_SIZE,
         }
+    }
+
+    /// Skips what the run's excludes name and files larger than
+    /// `max_file_size` bytes, as the audit itself does.
+    pub fn with_limits(mut self, excludes: crate::walk::Excludes, max_file_size: u64) -> Self {
+        self.excludes = Some(excludes);
+        self.max_file_size = max_file_size;
+        self
     }
 
     fn crate_root(&self, from: &str) -> Option<PathBuf> {
@@ -63,15 +76,25 @@ impl<'a> CrateResolver<'a> {
             return f.clone();
         }
         let mut files = Vec::new();
+        let excludes = self.excludes.clone();
         let walker = ignore::WalkBuilder::new(root)
             .require_git(false)
             .sort_by_file_name(|a, b| a.cmp(b))
-            .filter_entry(|e| e.depth() == 0 || e.file_name() != "target")
+            .filter_entry(move |e| {
+                e.depth() == 0
+                    || (e.file_name() != "target"
+                        && !excludes.as_ref().is_some_and(|x| x.excludes_file(e.path())))
+            })
             .build();
         for entry in walker.flatten() {
             let p = entry.path();
+            // Never parsed: an excluded file (above), a symbolic link, a
+            // FIFO, or a file over the size limit.
             if entry.file_type().is_some_and(|t| t.is_file())
                 && p.extension().is_some_and(|x| x == "rs")
+                && entry
+                    .metadata()
+                    .is_ok_and(|m| m.len() <= self.max_file_size)
             {
                 if let Ok(text) = std::fs::read_to_string(p) {
                     files.push((crate::walk::display_path(p, &self.cwd), text));
@@ -90,7 +113,7 @@ impl<'a> CrateResolver<'a> {
         if let Some(m) = self.models.lock().unwrap().get(path) {
             return m.clone();
         }
-        let model = syn::parse_file(text).ok().map(|file| {
+        let model = crate::parse::file(text).ok().map(|file| {
             let src = SourceFile::new(path, text);
             Arc::new(extract::extract(
                 &file,
