@@ -236,8 +236,9 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
             .par_iter()
             .map(|path| {
                 let shown = walk::display_path(path, &p.cwd);
-                let r = match std::fs::read(path) {
-                    Ok(bytes) => {
+                let r = match read_capped(path, p.settings.max_file_size) {
+                    Ok(Err(size)) => Ok((engine.too_large(&shown, size), Some(String::new()))),
+                    Ok(Ok(bytes)) => {
                         let out = engine.check_bytes(&shown, &bytes, inventory);
                         let text = (!out.findings.is_empty())
                             .then(|| String::from_utf8_lossy(&bytes).into_owned());
@@ -283,6 +284,23 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
         .sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
     audit.locks.sort();
     Ok(audit)
+}
+
+/// A file's bytes, or its size when it is larger than `limit` (then it is
+/// not read: memory stays bounded whatever the tree holds).
+fn read_capped(path: &Path, limit: u64) -> std::io::Result<Result<Vec<u8>, u64>> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    let size = file.metadata()?.len();
+    if size > limit {
+        return Ok(Err(size));
+    }
+    let mut bytes = Vec::with_capacity(size as usize);
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Ok(Err(bytes.len() as u64));
+    }
+    Ok(Ok(bytes))
 }
 
 fn use_color(c: Color, stream_is_tty: bool) -> bool {

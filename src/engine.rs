@@ -191,6 +191,15 @@ impl Engine<'_> {
         out
     }
 
+    /// A file larger than `max-file-size`: one note, nothing read.
+    pub fn too_large(&self, path: &str, size: u64) -> FileOutcome {
+        let src = SourceFile::new(path, String::new());
+        let f = checks::too_large_finding(size, self.settings.max_file_size);
+        let mut out = self.finish(&src, vec![f], None);
+        out.parsed = false;
+        out
+    }
+
     /// Suppressions, severities, paths and fingerprints.
     fn finish(
         &self,
@@ -236,8 +245,15 @@ impl Engine<'_> {
         }
         for f in &mut findings {
             f.path = src.path.clone();
+            // A file over the size limit is a note unless `checks:` sets
+            // the severity of `parse-error`.
+            let own_note = f.check == CheckId::ParseError
+                && f.severity == crate::finding::Severity::Note
+                && !self.settings.checks.contains_key(&f.check);
             if let Some(sev) = self.settings.severity(f.check) {
-                f.severity = sev;
+                if !own_note {
+                    f.severity = sev;
+                }
             }
         }
         crate::fingerprint::assign(src, &mut findings, &self.settings.repo_prefix);

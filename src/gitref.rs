@@ -55,7 +55,7 @@ pub fn fingerprints_at(
     let prefix = git(&["rev-parse", "--show-prefix"], cwd)?
         .trim()
         .to_string();
-    let listing = git_bytes(&["ls-tree", "-r", "-z", "--full-tree", rev], cwd)?;
+    let listing = git_bytes(&["ls-tree", "-r", "-z", "-l", "--full-tree", rev], cwd)?;
     // Paths asked for, as display paths relative to the current directory.
     let wanted: Vec<String> = paths
         .iter()
@@ -71,7 +71,12 @@ pub fn fingerprints_at(
         let raw_path = &entry[tab + 1..];
         let mut parts = meta.split_whitespace();
         let (_mode, kind, sha) = (parts.next(), parts.next(), parts.next());
+        let size: u64 = parts.next().and_then(|n| n.parse().ok()).unwrap_or(0);
         if kind != Some("blob") || !raw_path.ends_with(b".rs") {
+            continue;
+        }
+        // Over the size limit: not audited in this run either.
+        if size > p.settings.max_file_size {
             continue;
         }
         // As the walk would see it: no hidden directory or file, no

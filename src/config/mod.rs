@@ -194,7 +194,7 @@ fn load_within(path: &Path, shown: &str, root: Option<&Path>) -> Result<Settings
     Ok(settings)
 }
 
-const HINT: &str = "the keys are `rules`, `checks`, `exclude`, `lock-name-pattern` and `default-purpose` (see the README)";
+const HINT: &str = "the keys are `rules`, `checks`, `exclude`, `lock-name-pattern`, `default-purpose` and `max-file-size` (see the README)";
 
 pub fn parse(shown: &str, text: &str, base: &Path) -> Result<Settings, YamlErrors> {
     parse_within(shown, text, base, None)
@@ -323,17 +323,33 @@ fn parse_within(
             }
         };
     }
+    if let Some(n) = raw.max_file_size {
+        if n == 0 || n > MAX_MAX_FILE_SIZE {
+            c.at(
+                &["max-file-size".into()],
+                format!("`{n}` is not a file size from 1 to {MAX_MAX_FILE_SIZE} bytes"),
+                Some(format!("the default is {DEFAULT_MAX_FILE_SIZE} (8 MB)")),
+            );
+        } else {
+            settings.max_file_size = n;
+        }
+    }
     c.finish("config")?;
     Ok(settings)
 }
 
-const KEYS: [&str; 5] = [
+const KEYS: [&str; 6] = [
     "rules",
     "checks",
     "exclude",
     "lock-name-pattern",
     "default-purpose",
+    "max-file-size",
 ];
+
+/// The largest `max-file-size` accepted: past it, one file's model could
+/// exhaust a worker's memory.
+pub const MAX_MAX_FILE_SIZE: u64 = 64 << 20;
 
 /// Where a top-level key is written (`name:` at the start of a line).
 fn key_loc(text: &str, name: &str) -> Option<crate::yamlloc::Loc> {
@@ -441,4 +457,8 @@ lock-name-pattern: "{PATTERN}"
 # What an unannotated acquisition is held to: none | efficiency | correctness.
 # With correctness, the fencing and consensus checks apply to it too.
 default-purpose: none
+
+# Files larger than this many bytes are not audited; each is reported as a
+# `parse-error` note instead.
+max-file-size: 8388608
 "#;
