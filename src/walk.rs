@@ -15,6 +15,8 @@ pub enum WalkError {
     Missing(String),
     #[error("invalid --exclude glob `{0}`: {1}")]
     Glob(String, String),
+    #[error("the excludes could not be compiled: {0}")]
+    Excludes(String),
 }
 
 /// Excludes: from the config (relative to its directory) and the command
@@ -36,10 +38,7 @@ impl Excludes {
                 b.add(&format!("!{g}"))
                     .map_err(|e| WalkError::Glob(g.clone(), e.to_string()))?;
             }
-            sets.push(
-                b.build()
-                    .map_err(|e| WalkError::Glob(String::new(), e.to_string()))?,
-            );
+            sets.push(b.build().map_err(|e| WalkError::Excludes(e.to_string()))?);
         }
         Ok(Excludes { sets })
     }

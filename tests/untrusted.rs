@@ -883,3 +883,102 @@ fn many_findings_on_one_long_line_print_a_bounded_report() {
     assert!(r.stdout.contains("[long.rs:1:87]"), "{}", &r.stdout[..2000]);
     assert!(r.stdout.contains("[long.rs:1:40067]"));
 }
+
+// ---------------------------------------------------------------------
+// 6. Config and pack bombs are refused at their place.
+
+fn refused(file: &str, text: &str, expect: &str) {
+    let dir = repo();
+    if file == "lockaudit.yaml" {
+        fs::write(dir.path().join(file), text).unwrap();
+    } else {
+        fs::write(dir.path().join(file), text).unwrap();
+        fs::write(
+            dir.path().join("lockaudit.yaml"),
+            format!("rules: [{file}]\n"),
+        )
+        .unwrap();
+    }
+    let start = Instant::now();
+    let r = run(dir.path(), &["check", "."]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(
+        r.stderr.contains(expect),
+        "expected {expect:?} in {}",
+        r.stderr
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        start.elapsed()
+    );
+    assert!(r.stderr.len() < 4000, "{}", r.stderr);
+}
+
+#[test]
+fn yaml_aliases_are_refused_in_config_and_packs() {
+    // The quadratic form: one 8,000-item anchor, aliased 8,000 times.
+    let items = vec!["1"; 8_000].join(", ");
+    let aliases = vec!["*a"; 8_000].join(", ");
+    let quadratic = format!("x: &a [{items}]\ny: [{aliases}]\n");
+    refused(
+        "lockaudit.yaml",
+        &quadratic,
+        "lockaudit.yaml:1:4: YAML anchors and aliases",
+    );
+    refused(
+        "pack.yaml",
+        &quadratic,
+        "pack.yaml:1:4: YAML anchors and aliases",
+    );
+    // Billion laughs (held).
+    let mut laughs = String::from("a: &a [\"lol\", \"lol\", \"lol\", \"lol\", \"lol\"]\n");
+    for (i, c) in ('b'..='j').enumerate() {
+        let prev = (b'a' + i as u8) as char;
+        laughs.push_str(&format!(
+            "{c}: &{c} [*{prev}, *{prev}, *{prev}, *{prev}, *{prev}]\n"
+        ));
+    }
+    refused(
+        "lockaudit.yaml",
+        &laughs,
+        "lockaudit.yaml:1:4: YAML anchors",
+    );
+}
+
+#[test]
+fn deep_long_and_many_values_are_refused_at_their_place() {
+    let deep = format!("exclude: {}{}\n", "[".repeat(100_000), "]".repeat(100_000));
+    refused(
+        "lockaudit.yaml",
+        &deep,
+        "lockaudit.yaml:1:42: YAML nested deeper than 32 levels",
+    );
+    refused(
+        "pack.yaml",
+        &deep,
+        "pack.yaml:1:42: YAML nested deeper than 32 levels",
+    );
+    let pattern = format!("lock-name-pattern: \"{}\"\n", "a".repeat(5_000));
+    refused(
+        "lockaudit.yaml",
+        &pattern,
+        "lockaudit.yaml:1:20: invalid regex: longer than 4096 bytes",
+    );
+    let huge = format!("lock-name-pattern: \"{}\"\n", "a".repeat(2 << 20));
+    refused("lockaudit.yaml", &huge, "larger than 1048576 bytes");
+    let mut many = String::from("exclude:\n");
+    for i in 0..16_000 {
+        many.push_str(&format!("  - \"gen/{i}.rs\"\n"));
+    }
+    refused(
+        "lockaudit.yaml",
+        &many,
+        "lockaudit.yaml:1002:5: more than 1000 excludes (16000)",
+    );
+    let pack = format!(
+        "backend: b\ndescription: d\nconsensus: false\napis:\n  - id: x\n    role: acquire\n    match: {{ method: m, receiver: '{}' }}\n",
+        "(a|b)".repeat(1_000)
+    );
+    refused("pack.yaml", &pack, "pack.yaml:7:");
+}

@@ -209,6 +209,10 @@ fn parse_within(
 ) -> Result<Settings, YamlErrors> {
     let root = root.and_then(|r| std::fs::canonicalize(r).ok());
     let mut c = Collector::new(shown, text);
+    if let Some((loc, msg)) = crate::yamlloc::find_expensive(text) {
+        c.at_loc(loc, msg, None);
+        return Err(c.finish("config").unwrap_err());
+    }
     let raw: RawConfig = if text.trim().is_empty() {
         RawConfig::default()
     } else {
@@ -280,7 +284,22 @@ fn parse_within(
         };
         settings.checks.insert(check, sev);
     }
-    for (i, g) in raw.exclude.iter().enumerate() {
+    if raw.exclude.len() > MAX_EXCLUDES {
+        c.at(
+            &["exclude".into(), Seg::Index(MAX_EXCLUDES)],
+            format!("more than {MAX_EXCLUDES} excludes ({})", raw.exclude.len()),
+            Some("exclude whole directories (`vendor/**`) instead of single files".into()),
+        );
+    }
+    for (i, g) in raw.exclude.iter().enumerate().take(MAX_EXCLUDES + 1) {
+        if g.len() > MAX_GLOB {
+            c.at(
+                &["exclude".into(), Seg::Index(i)],
+                format!("a glob longer than {MAX_GLOB} bytes"),
+                None,
+            );
+            continue;
+        }
         if let Err(e) = ignore::overrides::OverrideBuilder::new(base).add(&format!("!{g}")) {
             c.at(
                 &["exclude".into(), Seg::Index(i)],
@@ -291,7 +310,7 @@ fn parse_within(
     }
     settings.exclude = raw.exclude.clone();
     if let Some(p) = &raw.lock_name_pattern {
-        match Regex::new(p) {
+        match crate::pack::bounded_regex(p) {
             Ok(r) => settings.lock_name = r,
             Err(e) => c.at(
                 &["lock-name-pattern".into()],
@@ -346,6 +365,10 @@ const KEYS: [&str; 6] = [
     "default-purpose",
     "max-file-size",
 ];
+
+/// Most excludes a config may list, and the longest glob.
+pub const MAX_EXCLUDES: usize = 1000;
+pub const MAX_GLOB: usize = 1024;
 
 /// The largest `max-file-size` accepted: past it, one file's model could
 /// exhaust a worker's memory.

@@ -137,7 +137,7 @@ impl Pattern {
     pub fn new(source: &str, known_good: bool) -> Result<Pattern, regex::Error> {
         let regex = std::sync::OnceLock::new();
         if !known_good {
-            let _ = regex.set(Regex::new(source)?);
+            let _ = regex.set(bounded_regex(source)?);
         }
         Ok(Pattern {
             source: source.to_string(),
@@ -158,6 +158,24 @@ impl std::ops::Deref for Pattern {
             Regex::new(&self.source).expect("built-in pack patterns are compiled by a test")
         })
     }
+}
+
+/// Longest regex accepted from a user's pack or config, in bytes.
+pub const MAX_PATTERN: usize = 4096;
+
+/// Compiles a regex from a user's file: at most [`MAX_PATTERN`] bytes, and
+/// at most 1 MB once compiled, so that no pattern costs more than its text.
+pub fn bounded_regex(source: &str) -> Result<Regex, regex::Error> {
+    if source.len() > MAX_PATTERN {
+        return Err(regex::Error::Syntax(format!(
+            "longer than {MAX_PATTERN} bytes ({} bytes)",
+            source.len()
+        )));
+    }
+    regex::RegexBuilder::new(source)
+        .size_limit(1 << 20)
+        .dfa_size_limit(1 << 20)
+        .build()
 }
 
 /// Every loaded pack, indexed for the extractor.
