@@ -231,25 +231,78 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
         resolver: Some(&resolver),
     };
     let pool = crate::parse::pool(p.jobs)?;
-    let results: Vec<(String, FileResult)> = pool.install(|| {
-        p.files
-            .par_iter()
-            .map(|path| {
-                let shown = walk::display_path(path, &p.cwd);
-                let r = match read_capped(path, p.settings.max_file_size) {
-                    Ok(Err(size)) => Ok((engine.too_large(&shown, size), Some(String::new()))),
-                    Ok(Ok(bytes)) => {
-                        let out = engine.check_bytes(&shown, &bytes, inventory);
-                        let text = (!out.findings.is_empty())
-                            .then(|| String::from_utf8_lossy(&bytes).into_owned());
-                        Ok((out, text))
-                    }
-                    Err(e) => Err((e.kind() == std::io::ErrorKind::NotFound, e.to_string())),
+    let audit_one = |path: &PathBuf| -> (String, FileResult, Vec<PathBuf>) {
+        let shown = walk::display_path(path, &p.cwd);
+        let mut mods = Vec::new();
+        let r = match read_capped(path, p.settings.max_file_size) {
+            Ok(Err(size)) => Ok((engine.too_large(&shown, size), Some(String::new()))),
+            Ok(Ok(bytes)) => {
+                mods = walk::declared_modules(path, &bytes);
+                if !mods.is_empty() {
+                    // Inside the declaring file's repository (or, outside
+                    // one, its directory): never a file elsewhere.
+                    let dir = path.parent().unwrap_or(Path::new("."));
+                    let root =
+                        crate::config::repo_root(dir).or_else(|| std::fs::canonicalize(dir).ok());
+                    mods.retain(|m| {
+                        root.as_ref().is_some_and(|r| {
+                            std::fs::canonicalize(m).is_ok_and(|real| real.starts_with(r))
+                        })
+                    });
+                }
+                let out = engine.check_bytes(&shown, &bytes, inventory);
+                let text = (!out.findings.is_empty())
+                    .then(|| String::from_utf8_lossy(&bytes).into_owned());
+                Ok((out, text))
+            }
+            Err(e) => Err((e.kind() == std::io::ErrorKind::NotFound, e.to_string())),
+        };
+        (shown, r, mods)
+    };
+    // Files that `mod` declarations and `#[path]` reach from an audited
+    // file are compiled, so they are audited too, whatever their name and
+    // whatever `.gitignore` or `.ignore` say: a pull request cannot hide
+    // code from the gate that way. They must be regular files inside the
+    // repository; lockaudit's own excludes still apply.
+    let mut seen: std::collections::HashSet<PathBuf> = p
+        .files
+        .iter()
+        .map(|f| std::fs::canonicalize(f).unwrap_or_else(|_| f.clone()))
+        .collect();
+    let mut excluded_modules = 0usize;
+    let mut queue = p.files.clone();
+    let mut results: Vec<(String, FileResult)> = Vec::new();
+    while !queue.is_empty() {
+        let round: Vec<(String, FileResult, Vec<PathBuf>)> =
+            pool.install(|| queue.par_iter().map(audit_one).collect());
+        let mut next = Vec::new();
+        for (shown, r, mods) in round {
+            results.push((shown, r));
+            for m in mods {
+                let Ok(real) = std::fs::canonicalize(&m) else {
+                    continue;
                 };
-                (shown, r)
-            })
-            .collect()
-    });
+                let regular = std::fs::metadata(&real).is_ok_and(|md| md.is_file());
+                if !regular || !seen.insert(real) {
+                    continue;
+                }
+                if p.excludes.excludes_file(&m) {
+                    excluded_modules += 1;
+                    continue;
+                }
+                next.push(m);
+            }
+        }
+        next.sort();
+        queue = next;
+    }
+    if excluded_modules > 0 {
+        crate::escape::eprintln(&format!(
+            "note: {excluded_modules} file{} reached by `mod` declarations {} excluded by lockaudit's excludes, not audited",
+            report::plural(excluded_modules),
+            if excluded_modules == 1 { "is" } else { "are" }
+        ));
+    }
     let mut audit = Audit {
         findings: Vec::new(),
         locks: Vec::new(),

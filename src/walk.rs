@@ -149,7 +149,52 @@ pub fn collect(
     }
     out.sort();
     out.dedup();
+    // One file named several ways (`a.rs`, `./a.rs`, its absolute path)
+    // is audited once.
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|p| seen.insert(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())));
     Ok(out)
+}
+
+/// The files a source file's `mod name;` declarations name: `name.rs` and
+/// `name/mod.rs` beside it or in its own module directory, or the file a
+/// `#[path = "…"]` attribute names. Found from the text alone (a mention
+/// in a comment adds a candidate, never loses one); only existing files
+/// are returned.
+pub fn declared_modules(path: &Path, bytes: &[u8]) -> Vec<PathBuf> {
+    use std::sync::OnceLock;
+    static MOD: OnceLock<regex::bytes::Regex> = OnceLock::new();
+    static PATH: OnceLock<regex::bytes::Regex> = OnceLock::new();
+    let decl = MOD.get_or_init(|| {
+        regex::bytes::Regex::new(
+            r"((?:#\s*\[[^\]]*\]\s*)*)(?:pub\s*(?:\([^)]*\))?\s*)?\bmod\s+(?:r#)?([A-Za-z_][A-Za-z0-9_]*)\s*;",
+        )
+        .expect("a valid regex")
+    });
+    let path_attr = PATH.get_or_init(|| {
+        regex::bytes::Regex::new(r#"\bpath\s*=\s*"([^"]*)""#).expect("a valid regex")
+    });
+    let Some(dir) = path.parent() else {
+        return Vec::new();
+    };
+    let stem = path.file_stem().unwrap_or_default();
+    let mut out = Vec::new();
+    for c in decl.captures_iter(bytes) {
+        let attrs = c.get(1).map_or(&b""[..], |m| m.as_bytes());
+        let name = String::from_utf8_lossy(&c[2]).into_owned();
+        if let Some(p) = path_attr.captures(attrs) {
+            out.push(dir.join(String::from_utf8_lossy(&p[1]).as_ref()));
+            continue;
+        }
+        for base in [dir.to_path_buf(), dir.join(stem)] {
+            out.push(base.join(format!("{name}.rs")));
+            out.push(base.join(&name).join("mod.rs"));
+        }
+    }
+    out.retain(|p| p.is_file());
+    out.sort();
+    out.dedup();
+    out
 }
 
 fn ancestors_excluded(path: &Path, ex: &Excludes) -> bool {

@@ -982,3 +982,102 @@ fn deep_long_and_many_values_are_refused_at_their_place() {
     );
     refused("pack.yaml", &pack, "pack.yaml:7:");
 }
+
+// ---------------------------------------------------------------------
+// 7. The gate cannot be switched off from outside lockaudit's config.
+
+#[test]
+fn files_reached_by_mod_declarations_are_audited_whatever_hides_them() {
+    let dir = repo();
+    let d = dir.path();
+    fs::remove_file(d.join("witness.rs")).unwrap();
+    fs::create_dir_all(d.join("src/target")).unwrap();
+    fs::create_dir_all(d.join("src/.impl")).unwrap();
+    fs::write(
+        d.join("src/lib.rs"),
+        "mod target;\nmod hidden;\nmod ignored;\n#[path = \".impl/x.rs\"]\nmod x;\n#[cfg(unix)]\n#[path = \"x.inc\"]\npub(crate) mod inc;\n\
+         #[path = \"/etc/passwd\"]\nmod passwd;\n#[path = \"../../../../../../../../etc/hostname\"]\nmod host;\n",
+    )
+    .unwrap();
+    for f in [
+        "src/target/mod.rs",
+        "src/hidden.rs",
+        "src/ignored.rs",
+        "src/.impl/x.rs",
+        "src/x.inc",
+    ] {
+        fs::write(d.join(f), WITNESS).unwrap();
+    }
+    fs::write(d.join("src/.ignore"), "hidden.rs\n").unwrap();
+    fs::write(d.join(".gitignore"), "src/ignored.rs\n").unwrap();
+    let r = run(d, &["check", "--format", "short", "."]);
+    assert_eq!(r.code, Some(1), "{r:?}");
+    for f in [
+        "src/target/mod.rs",
+        "src/hidden.rs",
+        "src/ignored.rs",
+        "src/.impl/x.rs",
+        "src/x.inc",
+    ] {
+        assert!(
+            r.stdout
+                .contains(&format!("{f}:4:9: error[unowned-release]")),
+            "{f}: {r:?}"
+        );
+    }
+    assert!(
+        !r.stdout.contains("passwd") && !r.stdout.contains("hostname"),
+        "{r:?}"
+    );
+    assert!(r.stdout.contains("in 6 files"), "{r:?}");
+    // lockaudit's own excludes still apply, and say how many they hide.
+    fs::write(
+        d.join("lockaudit.yaml"),
+        "exclude: [\"src/x.inc\", \"src/.impl/**\"]\n",
+    )
+    .unwrap();
+    let r = run(d, &["check", "--format", "short", "."]);
+    assert!(
+        !r.stdout.contains("src/x.inc") && !r.stdout.contains(".impl"),
+        "{r:?}"
+    );
+    assert!(
+        r.stderr
+            .contains("note: 2 files reached by `mod` declarations are excluded"),
+        "{r:?}"
+    );
+    // A hidden config counts like any other.
+    fs::remove_file(d.join("lockaudit.yaml")).unwrap();
+    fs::write(
+        d.join(".lockaudit.yaml"),
+        "checks:\n  unowned-release: off\n",
+    )
+    .unwrap();
+    let r = run(d, &["check", "--format", "short", "."]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+}
+
+/// Covers #14 item 9: a file named several ways is audited once.
+#[test]
+fn a_file_named_several_ways_is_audited_once() {
+    let dir = repo();
+    let abs = dir.path().join("witness.rs");
+    let r = run(
+        dir.path(),
+        &[
+            "check",
+            "--format",
+            "short",
+            "witness.rs",
+            "./witness.rs",
+            abs.to_str().unwrap(),
+            ".",
+        ],
+    );
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert_eq!(
+        r.stdout.matches("error[unowned-release]").count(),
+        1,
+        "{r:?}"
+    );
+}
