@@ -105,6 +105,16 @@ pub struct Prepared {
     pub excludes: Excludes,
 }
 
+/// Most worker threads a run starts, whatever `--jobs` asks: each has a
+/// large stack, and thousands would only exhaust the machine. Four per
+/// core, and never more than this.
+pub const MAX_JOBS: usize = 256;
+
+fn max_jobs() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (cores * 4).min(MAX_JOBS)
+}
+
 pub fn prepare(paths: &[PathBuf], common: &CommonArgs) -> Result<Prepared, Failure> {
     let cwd = std::env::current_dir()?;
     for p in paths {
@@ -183,7 +193,15 @@ pub fn prepare(paths: &[PathBuf], common: &CommonArgs) -> Result<Prepared, Failu
         packs,
         files,
         cwd,
-        jobs: common.jobs,
+        jobs: common.jobs.map(|n| {
+            let max = max_jobs();
+            if n > max {
+                crate::escape::eprintln(&format!(
+                    "note: --jobs {n} is more than {max} (4 per core, at most {MAX_JOBS}); using {max}"
+                ));
+            }
+            n.min(max)
+        }),
         prefilter: !common.no_prefilter,
         walk_errors,
         excludes,
@@ -472,9 +490,27 @@ fn emit(output: Option<&Path>, text: &str) -> Result<(), Failure> {
         Some(p) => write_atomic(p, text.as_bytes()),
         None => {
             let mut out = std::io::stdout().lock();
-            match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+            let mut written = 0;
+            let bytes = text.as_bytes();
+            while written < bytes.len() {
+                match out.write(&bytes[written..]) {
+                    Ok(0) => break,
+                    Ok(n) => written += n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    // `lockaudit | head` read what it wanted: not an error.
+                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe && written > 0 => {
+                        return Ok(())
+                    }
+                    // Nobody read any of it: the report is lost, say so.
+                    Err(e) => {
+                        return Err(Failure(format!(
+                            "cannot write the report to standard output: {e} (use --output FILE)"
+                        )))
+                    }
+                }
+            }
+            match out.flush() {
                 Ok(()) => Ok(()),
-                // `lockaudit | head` is not an error.
                 Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
                 Err(e) => Err(Failure(e.to_string())),
             }

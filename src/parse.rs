@@ -59,10 +59,29 @@ pub fn file(text: &str) -> Result<syn::File, Refused> {
 
 /// A thread pool for parsing: `jobs` threads (all cores when `None`), each
 /// with a [`STACK`]-byte stack.
+/// When the system cannot start that many threads (a memory limit), fewer
+/// are started, down to one.
 pub fn pool(jobs: Option<usize>) -> Result<rayon::ThreadPool, rayon::ThreadPoolBuildError> {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs.unwrap_or(0))
-        .stack_size(STACK)
-        .thread_name(|i| format!("lockaudit-{i}"))
-        .build()
+    let mut n = jobs.unwrap_or(0);
+    loop {
+        let built = rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .stack_size(STACK)
+            .thread_name(|i| format!("lockaudit-{i}"))
+            .build();
+        match built {
+            Ok(pool) => return Ok(pool),
+            Err(e) => {
+                let tried = if n == 0 {
+                    std::thread::available_parallelism().map_or(1, |c| c.get())
+                } else {
+                    n
+                };
+                if tried <= 1 {
+                    return Err(e);
+                }
+                n = tried / 2;
+            }
+        }
+    }
 }

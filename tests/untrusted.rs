@@ -1081,3 +1081,78 @@ fn a_file_named_several_ways_is_audited_once() {
         "{r:?}"
     );
 }
+
+// ---------------------------------------------------------------------
+// 9. Closed streams, huge --jobs.
+
+/// Runs with stdout or stderr a pipe nobody reads (closed at once).
+fn run_closed(dir: &Path, args: &[&str], close_stdout: bool) -> (Option<i32>, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockaudit"));
+    cmd.args(args).current_dir(dir).stdin(Stdio::null());
+    if close_stdout {
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    } else {
+        cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut kept = String::new();
+    if close_stdout {
+        drop(child.stdout.take());
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut kept)
+            .unwrap();
+    } else {
+        drop(child.stderr.take());
+    }
+    let start = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return (s.code(), kept);
+        }
+        assert!(start.elapsed() < TIMEOUT, "no exit");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn closed_streams_lose_nothing_silently() {
+    let dir = repo();
+    // A skip note goes to stderr; stderr is closed; the report is kept.
+    symlink("witness.rs", dir.path().join("alias.rs"));
+    let (code, _) = run_closed(
+        dir.path(),
+        &["check", "--format", "json", "--output", "report.json", "."],
+        false,
+    );
+    assert_eq!(code, Some(1), "no panic (101) on a closed stderr");
+    let report = fs::read_to_string(dir.path().join("report.json")).unwrap();
+    assert!(report.contains("\"unowned-release\""), "{report}");
+    // Nobody reads stdout: the report is lost, and the run says so.
+    let (code, stderr) = run_closed(dir.path(), &["check", "."], true);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("cannot write the report to standard output"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_huge_jobs_count_is_capped_with_a_note() {
+    let dir = repo();
+    let r = run(
+        dir.path(),
+        &["check", "--jobs", "100000", "--format", "short", "."],
+    );
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert!(
+        r.stderr.contains("note: --jobs 100000 is more than ") && r.stderr.contains("; using "),
+        "{r:?}"
+    );
+    assert!(
+        r.stdout.contains("witness.rs:4:9: error[unowned-release]"),
+        "{r:?}"
+    );
+}
