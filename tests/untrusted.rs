@@ -1156,3 +1156,184 @@ fn a_huge_jobs_count_is_capped_with_a_note() {
         "{r:?}"
     );
 }
+
+// ---------------------------------------------------------------------
+// Held: what already withstood a hostile tree stays so.
+
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+}
+
+#[test]
+fn held_configs_that_are_fifos_devices_or_links() {
+    // A FIFO config is not read (the run does not block on it).
+    let dir = repo();
+    mkfifo(&dir.path().join("lockaudit.yaml"));
+    let r = run(dir.path(), &["check", "--format", "short", "."]);
+    assert_eq!(r.code, Some(1), "{r:?}");
+    // A device: not a config either, and never read.
+    let dir = repo();
+    symlink("/dev/zero", dir.path().join("lockaudit.yaml"));
+    let r = run(dir.path(), &["check", "--format", "short", "."]);
+    assert_eq!(r.code, Some(1), "{r:?}");
+    // A link to a config inside the repository is followed.
+    let dir = repo();
+    fs::create_dir(dir.path().join("ci")).unwrap();
+    fs::write(
+        dir.path().join("ci/lockaudit.yaml"),
+        "checks:\n  unowned-release: off\n",
+    )
+    .unwrap();
+    symlink("ci/lockaudit.yaml", dir.path().join("lockaudit.yaml"));
+    let r = run(dir.path(), &["check", "."]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+}
+
+#[test]
+fn held_corrupt_deep_and_huge_baselines() {
+    let dir = repo();
+    let b = dir.path().join("baseline.json");
+    for text in [
+        "{ not json".to_string(),
+        format!("{}{}", "[".repeat(100_000), "]".repeat(100_000)),
+        "{\"version\": 1, \"findings\": 7}".to_string(),
+    ] {
+        fs::write(&b, text).unwrap();
+        let r = run(dir.path(), &["check", "--baseline", "baseline.json", "."]);
+        assert_eq!(r.code, Some(2), "{r:?}");
+        assert!(r.stderr.contains("baseline.json"), "{r:?}");
+    }
+    let huge = fs::File::create(&b).unwrap();
+    huge.set_len(65 << 20).unwrap();
+    let r = run(dir.path(), &["check", "--baseline", "baseline.json", "."]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(r.stderr.contains("larger than 67108864 bytes"), "{r:?}");
+}
+
+#[test]
+fn held_outputs_to_files_directories_full_disks_and_concurrent_writers() {
+    let dir = repo();
+    let args = |out: &str| {
+        vec![
+            "check".to_string(),
+            "--format".into(),
+            "json".into(),
+            "--output".into(),
+            out.to_string(),
+            ".".into(),
+        ]
+    };
+    let call = |out: &str| {
+        let a = args(out);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        run(dir.path(), &a)
+    };
+    fs::write(dir.path().join("old.json"), "old").unwrap();
+    assert_eq!(call("old.json").code, Some(1));
+    assert!(fs::read_to_string(dir.path().join("old.json"))
+        .unwrap()
+        .contains("unowned-release"));
+    fs::create_dir(dir.path().join("adir")).unwrap();
+    let r = call("adir");
+    assert_eq!(r.code, Some(2), "{r:?}");
+    let r = call("/dev/full");
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(r.stderr.contains("/dev/full: cannot write"), "{r:?}");
+    let r = call("missing-dir/report.json");
+    assert_eq!(r.code, Some(2), "{r:?}");
+    // Four writers at once: the file is one whole report.
+    let runs: Vec<_> = (0..4)
+        .map(|_| {
+            let d = dir.path().to_path_buf();
+            std::thread::spawn(move || {
+                run(
+                    &d,
+                    &["check", "--format", "json", "--output", "same.json", "."],
+                )
+                .code
+            })
+        })
+        .collect();
+    for r in runs {
+        assert_eq!(r.join().unwrap(), Some(1));
+    }
+    let text = fs::read_to_string(dir.path().join("same.json")).unwrap();
+    serde_json::from_str::<serde_json::Value>(&text).expect("a whole report");
+    let leftovers: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".lockaudit-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn held_head_reads_the_first_line_and_the_run_succeeds() {
+    let dir = repo();
+    let mut src = String::from(
+        "use redis::Commands;\nfn release_lock(con: &mut redis::Connection, lock_key: &str) -> redis::RedisResult<()> {\n",
+    );
+    for _ in 0..300 {
+        src.push_str("    con.del(lock_key)?;\n");
+    }
+    src.push_str("    Ok(())\n}\n");
+    fs::write(dir.path().join("many.rs"), src).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lockaudit"))
+        .args(["check", "--color", "never", "."])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut first = [0u8; 64];
+    let n = out.read(&mut first).unwrap();
+    assert!(n > 0);
+    drop(out);
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1), "{err}");
+}
+
+/// Thousands of files and a directory tree deeper than PATH_MAX allows
+/// to name.
+#[test]
+fn held_many_files_and_very_deep_directories() {
+    let dir = repo();
+    let many = dir.path().join("many");
+    fs::create_dir(&many).unwrap();
+    for i in 0..2_000 {
+        fs::write(many.join(format!("f{i}.rs")), "fn main() {}\n").unwrap();
+    }
+    // 2,500 nested directories (5,000 bytes of path, past PATH_MAX),
+    // made relative to each other.
+    let c = std::ffi::CString::new(dir.path().as_os_str().as_encoded_bytes()).unwrap();
+    let name = std::ffi::CString::new("d").unwrap();
+    // SAFETY: plain system calls on descriptors this test owns.
+    unsafe {
+        let mut fd = libc::open(c.as_ptr(), libc::O_DIRECTORY | libc::O_RDONLY);
+        assert!(fd >= 0);
+        for _ in 0..2_500 {
+            assert_eq!(libc::mkdirat(fd, name.as_ptr(), 0o755), 0);
+            let next = libc::openat(fd, name.as_ptr(), libc::O_DIRECTORY | libc::O_RDONLY);
+            assert!(next >= 0);
+            libc::close(fd);
+            fd = next;
+        }
+        libc::close(fd);
+    }
+    let r = run(dir.path(), &["check", "--format", "short", "."]);
+    assert!(matches!(r.code, Some(1) | Some(2)), "{r:?}");
+    assert!(
+        r.stdout.contains("witness.rs:4:9: error[unowned-release]"),
+        "{r:?}"
+    );
+}
