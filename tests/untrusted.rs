@@ -835,7 +835,7 @@ fn thousands_of_locks_with_effects_are_linear() {
 #[ignore = "extractor cost: needs the scoped value flow"]
 fn a_call_with_many_arguments_is_linear() {
     let dir = repo();
-    let args = vec!["\"lock\""; 100_000].join(",");
+    let args = vec!["\"lock\""; 320_000].join(",");
     let src = format!(
         "fn f(con: &mut redis::Connection) -> redis::RedisResult<()> {{\n    \
          con.del(({args}))?;\n    Ok(())\n}}\n"
