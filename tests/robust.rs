@@ -99,7 +99,7 @@ fn twenty_thousand_nested_parentheses() {
     assert_parse_error(
         "parens.rs",
         src.as_bytes(),
-        "1:282",
+        "1:283",
         "brackets, generics or prefix operators nest deeper than 256 levels",
     );
 }
@@ -125,7 +125,7 @@ fn twenty_thousand_prefix_operators_and_generics() {
     assert_parse_error(
         "nots.rs",
         src.as_bytes(),
-        "2:259",
+        "2:260",
         "brackets, generics or prefix operators nest deeper than 256 levels",
     );
     let src = format!(

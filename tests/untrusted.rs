@@ -532,6 +532,22 @@ fn deep_shapes() -> Vec<(&'static str, String)> {
             "typed_closures.rs",
             format!("fn g() {{ {}1; }}\n", "move |x: u8| ".repeat(20_000)),
         ),
+        (
+            "assign.rs",
+            format!("fn g() {{ {}1; }}\n", "x = ".repeat(30_000)),
+        ),
+        (
+            "compound.rs",
+            format!("fn g() {{ {}1; }}\n", "x += ".repeat(30_000)),
+        ),
+        (
+            "struct_assign.rs",
+            format!("fn g() {{ x = {}1; }}\n", "S {a: 1} + x = ".repeat(20_000)),
+        ),
+        (
+            "ranges.rs",
+            format!("fn g() {{ let _ = {}1; }}\n", ".. ".repeat(30_000)),
+        ),
     ]
 }
 
@@ -670,10 +686,13 @@ fn new_since_is_guarded_and_runs_nothing_from_the_repository() {
         );
         assert!(r.code.is_some(), "{rev}: {r:?}");
         if rev == "HEAD" {
-            // The witness and the nine parse errors were all there before.
+            // The witness and the parse errors were all there before.
             assert_eq!(r.code, Some(0), "{r:?}");
             assert!(
-                r.stdout.contains("10 already present at the base revision"),
+                r.stdout.contains(&format!(
+                    "{} already present at the base revision",
+                    deep_shapes().len() + 1
+                )),
                 "{r:?}"
             );
         } else {

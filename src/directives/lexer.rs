@@ -76,6 +76,13 @@ struct Nesting {
     /// or the bracket's end.
     open_ended: Vec<usize>,
     open_ended_total: usize,
+    /// Per open bracket: `->` in a row (`fn() -> fn() -> …`); a return
+    /// type also ends where a body starts (`{`).
+    arrows: Vec<usize>,
+    arrows_total: usize,
+    /// A `let` whose own `=` is still to come: that one binds, it does
+    /// not nest (`if let Some(x) = y {`).
+    pending_let: bool,
     /// The last token was an operand (a name, a literal, a closing
     /// bracket): a `|` or `<` after it is binary, otherwise it opens a
     /// closure or a qualified path.
@@ -91,6 +98,9 @@ impl Default for Nesting {
             ops: 0,
             open_ended: vec![0],
             open_ended_total: 0,
+            arrows: vec![0],
+            arrows_total: 0,
+            pending_let: false,
             after_operand: false,
             too_deep: None,
         }
@@ -100,9 +110,9 @@ impl Default for Nesting {
 /// Words after which an expression runs to its end: each is a level.
 const OPEN_ENDED: [&[u8]; 6] = [b"return", b"yield", b"break", b"move", b"static", b"box"];
 /// Words that neither end a run of prefix operators nor are operands.
-const TRANSPARENT: [&[u8]; 17] = [
+const TRANSPARENT: [&[u8]; 18] = [
     b"const", b"mut", b"dyn", b"impl", b"unsafe", b"ref", b"as", b"in", b"let", b"if", b"else",
-    b"match", b"while", b"for", b"loop", b"async", b"where",
+    b"match", b"while", b"for", b"loop", b"async", b"where", b"type",
 ];
 
 impl Nesting {
@@ -112,9 +122,38 @@ impl Nesting {
         let b = bytes[i];
         if b == b'-' && bytes.get(i + 1) == Some(&b'>') {
             // `fn() -> fn() -> …`: the return type runs on.
-            self.open_ended_inc(i);
+            if let Some(top) = self.arrows.last_mut() {
+                *top += 1;
+                self.arrows_total += 1;
+            }
+            self.check(i);
+            self.ops = 0;
             self.after_operand = false;
             return 2;
+        }
+        if b == b'.' && bytes.get(i + 1) == Some(&b'.') {
+            // `.. .. ..x`: a range with no start runs to the end.
+            let prefix_position = !self.after_operand;
+            let mut len = 2;
+            if matches!(bytes.get(i + 2), Some(b'.' | b'=')) {
+                len = 3;
+            }
+            self.ops = 0;
+            self.after_operand = false;
+            if prefix_position {
+                self.open_ended_inc(i);
+            }
+            return len;
+        }
+        if b == b'=' && self.angles == 0 && is_assignment(bytes, i) {
+            // `x = x = …`: an assignment's value runs to the end.
+            self.ops = 0;
+            self.after_operand = false;
+            if std::mem::take(&mut self.pending_let) {
+                return 1;
+            }
+            self.open_ended_inc(i);
+            return 1;
         }
         if b == b'|' && self.after_operand && bytes.get(i + 1) == Some(&b'|') {
             // `a || b`: one binary operator.
@@ -149,28 +188,38 @@ impl Nesting {
             b';' | b',' => {
                 if b == b';' {
                     self.angles = 0;
+                    self.pending_let = false;
                 }
                 if let Some(top) = self.open_ended.last_mut() {
                     self.open_ended_total -= *top;
                     *top = 0;
                 }
+                self.end_arrows();
             }
             b'(' | b'[' | b'{' => {
                 if b == b'{' {
                     self.angles = 0;
+                    self.pending_let = false;
+                    self.end_arrows();
                 }
                 self.brackets += 1;
                 self.open_ended.push(0);
+                self.arrows.push(0);
                 self.check(i);
             }
             b')' | b']' | b'}' => {
                 if b == b'}' {
                     self.angles = 0;
+                    self.pending_let = false;
                 }
                 self.brackets = self.brackets.saturating_sub(1);
                 if self.open_ended.len() > 1 {
                     let top = self.open_ended.pop().unwrap_or(0);
                     self.open_ended_total -= top;
+                }
+                if self.arrows.len() > 1 {
+                    let top = self.arrows.pop().unwrap_or(0);
+                    self.arrows_total -= top;
                 }
                 self.after_operand = true;
             }
@@ -178,6 +227,13 @@ impl Nesting {
             _ => {}
         }
         1
+    }
+
+    fn end_arrows(&mut self) {
+        if let Some(top) = self.arrows.last_mut() {
+            self.arrows_total -= *top;
+            *top = 0;
+        }
     }
 
     fn open_ended_inc(&mut self, i: usize) {
@@ -195,6 +251,9 @@ impl Nesting {
             self.open_ended_inc(i);
             self.after_operand = false;
         } else if TRANSPARENT.contains(&word) {
+            if word == b"let" || word == b"type" {
+                self.pending_let = true;
+            }
             self.after_operand = false;
         } else {
             self.operand();
@@ -209,10 +268,26 @@ impl Nesting {
     }
 
     fn check(&mut self, i: usize) {
-        let level = self.brackets + self.angles + self.ops + self.open_ended_total;
+        let level =
+            self.brackets + self.angles + self.ops + self.open_ended_total + self.arrows_total;
         if level > MAX_NESTING && self.too_deep.is_none() {
             self.too_deep = Some(i);
         }
+    }
+}
+
+/// Whether the `=` at `i` assigns (`=`, `+=`, `<<=`), rather than
+/// compares (`==`, `!=`, `<=`, `>=`) or starts a match arm (`=>`).
+fn is_assignment(bytes: &[u8], i: usize) -> bool {
+    if matches!(bytes.get(i + 1), Some(b'=' | b'>')) {
+        return false;
+    }
+    let prev = |k: usize| i.checked_sub(k).map(|j| bytes[j]);
+    match prev(1) {
+        Some(b'=' | b'!') => false,
+        // `<=` compares, `<<=` assigns; the same for `>`.
+        Some(c @ (b'<' | b'>')) => prev(2) == Some(c),
+        _ => true,
     }
 }
 
@@ -533,6 +608,27 @@ mod tests {
             format!("fn f() {{ {} }}", "a || b | c; ".repeat(1000)),
             format!("fn f() {{ x = {}1; }}", "a || b | ".repeat(1000)),
             "fn f() -> impl Fn() -> u8 { || 1 }".to_string(),
+            format!(
+                "fn f() {{ {} }}",
+                "let x = a == b && c <= d || e >= f; x += 1; ".repeat(1000)
+            ),
+            format!(
+                "fn f() {{ {} }}",
+                "match x {{ A => 1, _ => 2 }} for i in 0..n {{}} ".repeat(1000)
+            ),
+            "impl<T: Iterator<Item = u8>> A for B<T> {} fn g() -> u8 { 1 } ".repeat(1000),
+            format!(
+                "fn f() {{ {} }}",
+                "let v = a..b; let w = ..c; ".repeat(1000)
+            ),
+            format!(
+                "fn f() {{ {} }}",
+                "if let Some(x) = y {{ }} while let Some(x) = it.next() {{ }} ".repeat(1000)
+            ),
+            format!(
+                "impl A {{ {} }}",
+                "fn g(&self, f: fn(u8) -> u8) -> u8 { 1 } ".repeat(1000)
+            ),
         ];
         for q in quiet {
             assert_eq!(too_deep(&q), None, "{}", &q[..40]);
