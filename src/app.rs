@@ -64,7 +64,7 @@ pub fn run(cli: Cli) -> ExitStatus {
         Ok(s) => s,
         Err(Failure(msg)) => {
             if !msg.is_empty() {
-                eprintln!("error: {msg}");
+                crate::escape::eprintln(&format!("error: {msg}"));
             }
             ExitStatus::Error
         }
@@ -73,13 +73,13 @@ pub fn run(cli: Cli) -> ExitStatus {
 
 /// Prints a miette diagnostic to stderr (no colour unless stderr is a terminal).
 pub fn print_diagnostic(d: &dyn Diagnostic) {
-    eprint!("{}", render_diagnostic(d, std::io::stderr().is_terminal()));
+    crate::escape::eprint_block(&render_diagnostic(d, false));
 }
 
 /// Prints every problem of a YAML file as its own diagnostic, under one
 /// headline, so each shows its file, line and column.
 pub fn print_yaml_errors(e: &YamlErrors) {
-    eprint!("{}", render_yaml_errors(e, std::io::stderr().is_terminal()));
+    crate::escape::eprint_block(&render_yaml_errors(e, false));
 }
 
 pub fn render_yaml_errors(e: &YamlErrors, color: bool) -> String {
@@ -128,6 +128,18 @@ pub struct Prepared {
     pub include_vendored: bool,
     /// Directories the walk could not read.
     pub walk_errors: Vec<String>,
+    /// The command line's excludes (each config's are its scope's).
+    pub excludes: Excludes,
+}
+
+/// Most worker threads a run starts, whatever `--jobs` asks: each has a
+/// large stack, and thousands would only exhaust the machine. Four per
+/// core, and never more than this.
+pub const MAX_JOBS: usize = 256;
+
+fn max_jobs() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (cores * 4).min(MAX_JOBS)
 }
 
 /// Says what is wrong with a `--config` path that is not a readable file.
@@ -156,11 +168,16 @@ pub fn prepare(paths: &[PathBuf], common: &CommonArgs) -> Result<Prepared, Failu
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(Failure(format!(
                     "{}: no such file or directory",
-                    p.display()
+                    crate::escape::path(p)
                 )))
             }
             // A symlink loop, a directory that cannot be searched, ...
-            Err(e) => return Err(Failure(format!("{}: cannot read: {e}", p.display()))),
+            Err(e) => {
+                return Err(Failure(format!(
+                    "{}: cannot read: {e}",
+                    crate::escape::path(p)
+                )))
+            }
         }
     }
     if let Some(p) = &common.config {
@@ -178,8 +195,10 @@ pub fn prepare(paths: &[PathBuf], common: &CommonArgs) -> Result<Prepared, Failu
         Err(Failure(String::new()))
     };
     stop_on_errors(&lock(&scopes))?;
+    // The command line's excludes; the configs' are each scope's own.
+    let excludes = Excludes::new(&[(cwd.as_path(), common.exclude.as_slice())])?;
     let opts = walk::WalkOptions {
-        excludes: Excludes::new(&[(cwd.as_path(), common.exclude.as_slice())])?,
+        excludes: excludes.clone(),
         config_excluded: {
             let scopes = scopes.clone();
             std::sync::Arc::new(move |path: &Path, is_dir: bool| {
@@ -200,7 +219,7 @@ pub fn prepare(paths: &[PathBuf], common: &CommonArgs) -> Result<Prepared, Failu
     let file_scope: Vec<usize> = files.iter().map(|f| scopes.of_path(f)).collect();
     stop_on_errors(&scopes)?;
     for n in notes {
-        eprintln!("note: {n}");
+        crate::escape::eprintln(&format!("note: {n}"));
     }
     let named = paths.iter().filter(|p| p.is_file()).cloned().collect();
     let root_prefix = root_prefix(&cwd, &scopes);
@@ -216,10 +235,19 @@ pub fn prepare(paths: &[PathBuf], common: &CommonArgs) -> Result<Prepared, Failu
         cwd,
         root_prefix,
         root,
-        jobs: common.jobs,
+        jobs: common.jobs.map(|n| {
+            let max = max_jobs();
+            if n > max {
+                crate::escape::eprintln(&format!(
+                    "note: --jobs {n} is more than {max} (4 per core, at most {MAX_JOBS}); using {max}"
+                ));
+            }
+            n.min(max)
+        }),
         prefilter: !common.no_prefilter,
         include_vendored: common.include_vendored,
         walk_errors,
+        excludes,
     })
 }
 
@@ -322,65 +350,128 @@ fn generated(bytes: &[u8]) -> bool {
     })
 }
 
-/// Reads and audits every file, in parallel; results sorted.
+/// Reads and audits every file, in parallel; results sorted. Files that
+/// `mod` declarations and `#[path]` reach from an audited file are compiled,
+/// so they are audited too (in further rounds), whatever their name and
+/// whatever `.gitignore` or `.ignore` say: a pull request cannot hide code
+/// from the gate that way. They must be regular files inside the
+/// repository; lockaudit's own excludes still apply.
 pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
-    let scopes = lock(&p.scopes);
-    let prefilters: Vec<Option<Prefilter>> = scopes
-        .list
+    let pool = crate::parse::pool(p.jobs)?;
+    let mut scopes = lock(&p.scopes);
+    let mut seen: std::collections::HashSet<PathBuf> = p
+        .files
         .iter()
-        .map(|s| {
-            p.prefilter
-                .then(|| Prefilter::new(&s.packs, &s.settings.lock_name))
-        })
+        .map(|f| std::fs::canonicalize(f).unwrap_or_else(|_| f.clone()))
         .collect();
-    let resolvers: Vec<CrateResolver> = scopes
-        .list
+    let mut queue: Vec<(PathBuf, usize)> = p
+        .files
         .iter()
-        .map(|s| CrateResolver::new(&s.packs, &s.settings.lock_name, p.cwd.clone()))
+        .cloned()
+        .zip(p.file_scope.iter().copied())
         .collect();
-    let engines: Vec<Engine> = scopes
-        .list
-        .iter()
-        .zip(&prefilters)
-        .zip(&resolvers)
-        .map(|((s, pre), resolver)| Engine {
-            packs: &s.packs,
-            settings: &s.settings,
-            prefilter: pre.as_ref(),
-            only: None,
-            resolver: Some(resolver),
-        })
-        .collect();
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(p.jobs.unwrap_or(0))
-        .stack_size(64 * 1024 * 1024)
-        .thread_name(|i| format!("lockaudit-{i}"))
-        .build()?;
-    let results: Vec<(String, FileResult)> = pool.install(|| {
-        p.files
-            .par_iter()
-            .zip(p.file_scope.par_iter())
-            .map(|(path, &scope)| {
-                let shown = walk::display_path(path, &p.cwd);
-                let r = match std::fs::read(path) {
-                    Ok(bytes)
-                        if !p.include_vendored && !p.named.contains(path) && generated(&bytes) =>
-                    {
-                        Err(Skip::Generated)
-                    }
-                    Ok(bytes) => {
-                        let out = engines[scope].check_bytes(&shown, &bytes, inventory);
-                        let text = (!out.findings.is_empty())
-                            .then(|| String::from_utf8_lossy(&bytes).into_owned());
-                        Ok((out, text))
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Skip::Removed),
-                    Err(e) => Err(Skip::Unreadable(e.to_string())),
+    let mut excluded_modules = 0usize;
+    let mut results: Vec<(String, FileResult)> = Vec::new();
+    while !queue.is_empty() {
+        let round: Vec<(String, FileResult, Vec<PathBuf>)> = {
+            let list = &scopes.list;
+            let prefilters: Vec<Option<Prefilter>> = list
+                .iter()
+                .map(|s| {
+                    p.prefilter
+                        .then(|| Prefilter::new(&s.packs, &s.settings.lock_name))
+                })
+                .collect();
+            let resolvers: Vec<CrateResolver> = list
+                .iter()
+                .map(|s| {
+                    CrateResolver::new(&s.packs, &s.settings.lock_name, p.cwd.clone())
+                        .with_limits(s.excludes.clone(), s.settings.max_file_size)
+                })
+                .collect();
+            let engines: Vec<Engine> = list
+                .iter()
+                .zip(&prefilters)
+                .zip(&resolvers)
+                .map(|((s, pre), resolver)| Engine {
+                    packs: &s.packs,
+                    settings: &s.settings,
+                    prefilter: pre.as_ref(),
+                    only: None,
+                    resolver: Some(resolver),
+                })
+                .collect();
+            let audit_one =
+                |(path, scope): &(PathBuf, usize)| -> (String, FileResult, Vec<PathBuf>) {
+                    let shown = walk::display_path(path, &p.cwd);
+                    let engine = &engines[*scope];
+                    let mut mods = Vec::new();
+                    let r = match read_capped(path, engine.settings.max_file_size) {
+                        Ok(Err(size)) => Ok((engine.too_large(&shown, size), Some(String::new()))),
+                        Ok(Ok(bytes))
+                            if !p.include_vendored
+                                && !p.named.contains(path)
+                                && generated(&bytes) =>
+                        {
+                            Err(Skip::Generated)
+                        }
+                        Ok(Ok(bytes)) => {
+                            mods = walk::declared_modules(path, &bytes);
+                            if !mods.is_empty() {
+                                // Inside the declaring file's repository (or,
+                                // outside one, its directory): never elsewhere.
+                                let dir = path.parent().unwrap_or(Path::new("."));
+                                let root = crate::config::repo_root(dir)
+                                    .or_else(|| std::fs::canonicalize(dir).ok());
+                                mods.retain(|m| {
+                                    root.as_ref().is_some_and(|r| {
+                                        std::fs::canonicalize(m)
+                                            .is_ok_and(|real| real.starts_with(r))
+                                    })
+                                });
+                            }
+                            let out = engine.check_bytes(&shown, &bytes, inventory);
+                            let text = (!out.findings.is_empty())
+                                .then(|| String::from_utf8_lossy(&bytes).into_owned());
+                            Ok((out, text))
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Skip::Removed),
+                        Err(e) => Err(Skip::Unreadable(e.to_string())),
+                    };
+                    (shown, r, mods)
                 };
-                (shown, r)
-            })
-            .collect()
-    });
+            pool.install(|| queue.par_iter().map(audit_one).collect())
+        };
+        let mut next = Vec::new();
+        for (shown, r, mods) in round {
+            results.push((shown, r));
+            for m in mods {
+                let Ok(real) = std::fs::canonicalize(&m) else {
+                    continue;
+                };
+                let regular = std::fs::metadata(&real).is_ok_and(|md| md.is_file());
+                if !regular || !seen.insert(real) {
+                    continue;
+                }
+                let scope = scopes.of_path(&m);
+                if p.excludes.excludes_file(&m) || scopes.list[scope].excludes.excludes_file(&m) {
+                    excluded_modules += 1;
+                    continue;
+                }
+                next.push((m, scope));
+            }
+        }
+        next.sort();
+        queue = next;
+    }
+    drop(scopes);
+    if excluded_modules > 0 {
+        crate::escape::eprintln(&format!(
+            "note: {excluded_modules} file{} reached by `mod` declarations {} excluded by lockaudit's excludes, not audited",
+            report::plural(excluded_modules),
+            if excluded_modules == 1 { "is" } else { "are" }
+        ));
+    }
     let mut audit = Audit {
         findings: Vec::new(),
         locks: Vec::new(),
@@ -410,26 +501,45 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
             }
             Err(Skip::Generated) => generated_files.push(shown),
             // Deleted between the walk and the read: nothing to audit.
-            Err(Skip::Removed) => eprintln!("note: {shown}: removed during the run, skipped"),
+            Err(Skip::Removed) => {
+                crate::escape::eprintln(&format!("note: {shown}: removed during the run, skipped"))
+            }
             Err(Skip::Unreadable(e)) => audit.unreadable.push(format!("{shown}: {e}")),
         }
     }
     if !generated_files.is_empty() {
         let n = generated_files.len();
-        eprintln!(
+        crate::escape::eprintln(&format!(
             "note: skipped {n} generated file{} (`@generated` in {} header: {}{}): `--include-vendored` audits {}",
             report::plural(n),
             if n == 1 { "its" } else { "their" },
             generated_files.iter().take(3).cloned().collect::<Vec<_>>().join(", "),
             if n > 3 { ", …" } else { "" },
             if n == 1 { "it" } else { "them" },
-        );
+        ));
     }
     audit
         .findings
         .sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
     audit.locks.sort();
     Ok(audit)
+}
+
+/// A file's bytes, or its size when it is larger than `limit` (then it is
+/// not read: memory stays bounded whatever the tree holds).
+fn read_capped(path: &Path, limit: u64) -> std::io::Result<Result<Vec<u8>, u64>> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    let size = file.metadata()?.len();
+    if size > limit {
+        return Ok(Err(size));
+    }
+    let mut bytes = Vec::with_capacity(size as usize);
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Ok(Err(bytes.len() as u64));
+    }
+    Ok(Ok(bytes))
 }
 
 fn use_color(c: Color, stream_is_tty: bool) -> bool {
@@ -473,26 +583,31 @@ fn fails(findings: &[Finding], fail_on: FailOn) -> bool {
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same
 /// directory, then a rename. An interrupted run leaves the old file or none.
+///
+/// The path may come from a checkout a stranger controls, so nothing is
+/// written through a symbolic link: a link at `path` is replaced by the
+/// report (the rename replaces the link itself, not its target). A device
+/// or FIFO is written in place only when the path names it directly
+/// (`/dev/null`, `/dev/stdout`): renaming a file over a device would
+/// replace the device.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
-    let shown = path;
-    let cannot = |e: std::io::Error| Failure(format!("{}: cannot write: {e}", path.display()));
-    // A symbolic link is kept: its target is replaced.
-    let resolved;
-    let path = match std::fs::canonicalize(path) {
-        Ok(p) if p.as_path() != path => {
-            resolved = p;
-            resolved.as_path()
-        }
-        _ => path,
-    };
-    // `/dev/null`, `/dev/stdout` or a FIFO is written in place: renaming a
-    // file over a device would replace the device.
-    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+    let shown = crate::escape::path(path);
+    let cannot = |e: std::io::Error| Failure(format!("{shown}: cannot write: {e}"));
+    let meta = std::fs::symlink_metadata(path).ok();
+    let is_link = meta.as_ref().is_some_and(|m| m.file_type().is_symlink());
+    if names_a_device(path)
+        || meta
+            .as_ref()
+            .is_some_and(|m| !m.is_file() && !m.is_dir() && !is_link)
+    {
         return std::fs::OpenOptions::new()
             .write(true)
             .open(path)
-            .and_then(|mut f| f.write_all(bytes))
+            .and_then(|mut f| f.write_all(bytes).and_then(|_| f.flush()))
             .map_err(cannot);
+    }
+    if meta.as_ref().is_some_and(|m| m.is_dir()) {
+        return Err(Failure(format!("{shown}: cannot write: is a directory")));
     }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
@@ -500,20 +615,20 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
     };
     let mut builder = tempfile::Builder::new();
     builder.prefix(".lockaudit-");
-    // A temporary file is private (0600); the report should get the
-    // permissions of the file it replaces, or the umask's default.
-    let perms = match std::fs::metadata(path) {
-        Ok(m) => Some(m.permissions()),
-        Err(_) => default_permissions(),
+    // A temporary file is private (0600); the report gets the permissions
+    // of the regular file it replaces, without execute bits, or the umask's
+    // default. A replaced link lends nothing: its target may be a program.
+    let perms = match &meta {
+        Some(m) if m.is_file() => Some(without_exec(m.permissions())),
+        _ => default_permissions(),
     };
     if let Some(p) = perms {
         builder.permissions(p);
     }
     if !dir.is_dir() {
         return Err(Failure(format!(
-            "{}: cannot write: the directory {} does not exist",
-            shown.display(),
-            dir.display()
+            "{shown}: cannot write: the directory {} does not exist",
+            crate::escape::path(&dir)
         )));
     }
     // Errors name the user's path, never the temporary file beside it.
@@ -522,7 +637,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
             .raw_os_error()
             .map(std::io::Error::from_raw_os_error)
             .unwrap_or_else(|| std::io::Error::from(e.kind()));
-        Failure(format!("{}: cannot write: {e}", shown.display()))
+        Failure(format!("{shown}: cannot write: {e}"))
     };
     let mut tmp = builder.tempfile_in(&dir).map_err(cannot)?;
     tmp.write_all(bytes)
@@ -530,6 +645,23 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
         .map_err(cannot)?;
     tmp.persist(path).map_err(|e| cannot(e.error))?;
     Ok(())
+}
+
+/// `/dev/…` or `/proc/self/fd/…`, named as such on the command line: a
+/// device the caller asked for, written in place even through its links.
+fn names_a_device(path: &Path) -> bool {
+    path.starts_with("/dev") || path.starts_with("/proc/self/fd")
+}
+
+#[cfg(unix)]
+fn without_exec(p: std::fs::Permissions) -> std::fs::Permissions {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::Permissions::from_mode(p.mode() & 0o666)
+}
+
+#[cfg(not(unix))]
+fn without_exec(p: std::fs::Permissions) -> std::fs::Permissions {
+    p
 }
 
 #[cfg(unix)]
@@ -549,9 +681,27 @@ fn emit(output: Option<&Path>, text: &str) -> Result<(), Failure> {
         Some(p) => write_atomic(p, text.as_bytes()),
         None => {
             let mut out = std::io::stdout().lock();
-            match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+            let mut written = 0;
+            let bytes = text.as_bytes();
+            while written < bytes.len() {
+                match out.write(&bytes[written..]) {
+                    Ok(0) => break,
+                    Ok(n) => written += n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    // `lockaudit | head` read what it wanted: not an error.
+                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe && written > 0 => {
+                        return Ok(())
+                    }
+                    // Nobody read any of it: the report is lost, say so.
+                    Err(e) => {
+                        return Err(Failure(format!(
+                            "cannot write the report to standard output: {e} (use --output FILE)"
+                        )))
+                    }
+                }
+            }
+            match out.flush() {
                 Ok(()) => Ok(()),
-                // `lockaudit | head` is not an error.
                 Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
                 Err(e) => Err(Failure(e.to_string())),
             }
@@ -559,10 +709,15 @@ fn emit(output: Option<&Path>, text: &str) -> Result<(), Failure> {
     }
 }
 
+/// A baseline is read like a config: a regular file, at most 64 MB.
 fn read_baseline(path: &Path) -> Result<Baseline, Failure> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Failure(format!("{}: cannot read baseline: {e}", path.display())))?;
-    Baseline::parse(&text).map_err(|e| Failure(format!("{}: {e}", path.display())))
+    let text = config::read_input(path, config::MAX_BASELINE_BYTES).map_err(|e| {
+        Failure(format!(
+            "{}: cannot read baseline: {e}",
+            crate::escape::path(path)
+        ))
+    })?;
+    Baseline::parse(&text).map_err(|e| Failure(format!("{}: {e}", crate::escape::path(path))))
 }
 
 fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
@@ -572,7 +727,7 @@ fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
         audit = fix_and_audit_again(args, &prepared, audit)?;
     }
     for u in &audit.unreadable {
-        eprintln!("error: {u}");
+        crate::escape::eprintln(&format!("error: {u}"));
     }
     let tool_error = audit.internal_error || !audit.unreadable.is_empty();
     let to_root = |path: &str| root_relative(path, &prepared.root_prefix, &prepared.cwd);
@@ -589,12 +744,12 @@ fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
         let b = Baseline::from_findings(&rooted(&audit.findings));
         write_atomic(path, b.to_json().as_bytes())?;
         if !args.quiet {
-            eprintln!(
+            crate::escape::eprintln(&format!(
                 "wrote {} finding{} to {}",
                 b.len(),
                 report::plural(b.len()),
-                path.display()
-            );
+                crate::escape::path(path)
+            ));
         }
         return Ok(if tool_error {
             ExitStatus::Error
@@ -750,7 +905,7 @@ fn inventory(args: &InventoryArgs) -> Result<ExitStatus, Failure> {
     let prepared = prepare(&args.paths, &args.common)?;
     let audit = audit(&prepared, true)?;
     for u in &audit.unreadable {
-        eprintln!("error: {u}");
+        crate::escape::eprintln(&format!("error: {u}"));
     }
     let text = match args.format {
         InventoryFormat::Json => {
@@ -904,10 +1059,10 @@ fn init(force: bool) -> Result<ExitStatus, Failure> {
     if path.exists() && !force {
         return Err(Failure(format!(
             "{} already exists (use --force to overwrite)",
-            path.display()
+            crate::escape::path(path)
         )));
     }
     write_atomic(path, config::starter().as_bytes())?;
-    eprintln!("wrote {}", path.display());
+    crate::escape::eprintln(&format!("wrote {}", crate::escape::path(path)));
     Ok(ExitStatus::Clean)
 }

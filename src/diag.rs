@@ -2,7 +2,7 @@
 //! the file, line and column, a label under the offending value and a hint.
 //! Every problem in a file is collected and reported together.
 
-use miette::{Diagnostic, NamedSource, SourceSpan};
+use miette::{Diagnostic, MietteError, MietteSpanContents, SourceCode, SourceSpan, SpanContents};
 use thiserror::Error;
 
 use crate::yamlloc::{self, Loc, Seg};
@@ -18,7 +18,7 @@ pub struct YamlProblem {
     #[help]
     pub help: Option<String>,
     #[source_code]
-    pub src: NamedSource<String>,
+    pub src: Excerpt,
     #[label("{label}")]
     pub span: SourceSpan,
     pub label: String,
@@ -62,8 +62,9 @@ impl<'a> Collector<'a> {
     }
 
     pub fn at_loc(&mut self, loc: Loc, message: impl Into<String>, help: Option<String>) {
-        let message = message.into();
+        let message = clip(message.into());
         let len = value_len(self.text, loc.offset);
+        let (src, span) = Excerpt::new(self.path, self.text, loc, len);
         self.problems.push(YamlProblem {
             path: self.path.to_string(),
             line: loc.line,
@@ -71,8 +72,8 @@ impl<'a> Collector<'a> {
             label: "here".to_string(),
             message,
             help,
-            src: NamedSource::new(self.path, self.text.to_string()),
-            span: (loc.offset, len).into(),
+            src,
+            span,
         });
     }
 
@@ -104,15 +105,21 @@ impl<'a> Collector<'a> {
         let before = &self.text[..offset];
         let line = before.matches('\n').count() + 1;
         let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+        let loc = Loc {
+            line,
+            column,
+            offset,
+        };
+        let (src, span) = Excerpt::new(self.path, self.text, loc, len.max(1));
         self.problems.push(YamlProblem {
             path: self.path.to_string(),
             line,
             column,
             label: "here".to_string(),
-            message: message.into(),
+            message: clip(message.into()),
             help,
-            src: NamedSource::new(self.path, self.text.to_string()),
-            span: (offset, len.max(1)).into(),
+            src,
+            span,
         });
     }
 
@@ -194,4 +201,101 @@ fn value_len(text: &str, offset: usize) -> usize {
         None => trimmed.len(),
     };
     len.max(1).min(rest.len().max(1))
+}
+
+/// Longest stretch of a YAML line quoted in an error, in bytes.
+const MAX_QUOTED: usize = 160;
+
+/// The one line of a YAML file an error quotes (clipped around the value
+/// and escaped): a problem never shows more of a file than that, whatever
+/// the file holds. Line and column are the file's own.
+#[derive(Debug)]
+pub struct Excerpt {
+    name: String,
+    text: String,
+    /// 0-based line number and column of the value.
+    line: usize,
+    column: usize,
+    /// The value's span in `text`.
+    span: (usize, usize),
+}
+
+impl Excerpt {
+    fn new(name: &str, text: &str, loc: Loc, len: usize) -> (Excerpt, SourceSpan) {
+        let at = floor(text, loc.offset);
+        let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+        let line_end = text[at..].find('\n').map_or(text.len(), |i| at + i);
+        let start = floor(text, at.saturating_sub(MAX_QUOTED / 2).max(line_start));
+        let end = floor(text, (start + MAX_QUOTED).min(line_end).max(at));
+        let mut quoted = String::new();
+        if start > line_start {
+            quoted.push('…');
+        }
+        let before = crate::escape::text(&text[start..at]);
+        let value_start = quoted.len() + before.len();
+        quoted.push_str(&before);
+        let value_end_raw = floor(text, (at + len).min(end));
+        let value = crate::escape::text(&text[at..value_end_raw]);
+        let value_len = value.len();
+        quoted.push_str(&value);
+        quoted.push_str(&crate::escape::text(&text[value_end_raw..end]));
+        if end < line_end {
+            quoted.push('…');
+        }
+        let span = (value_start, value_len);
+        (
+            Excerpt {
+                name: crate::escape::text(name).into_owned(),
+                text: quoted,
+                line: loc.line.saturating_sub(1),
+                column: loc.column.saturating_sub(1),
+                span,
+            },
+            span.into(),
+        )
+    }
+}
+
+fn floor(text: &str, mut i: usize) -> usize {
+    i = i.min(text.len());
+    while !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+impl SourceCode for Excerpt {
+    fn read_span<'a>(
+        &'a self,
+        span: &SourceSpan,
+        before: usize,
+        after: usize,
+    ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
+        let inner = self.text.read_span(span, before, after)?;
+        let column = if (span.offset(), span.len()) == self.span {
+            self.column
+        } else {
+            inner.column()
+        };
+        Ok(Box::new(MietteSpanContents::new_named(
+            self.name.clone(),
+            inner.data(),
+            *inner.span(),
+            inner.line() + self.line,
+            column,
+            inner.line_count() + self.line,
+        )))
+    }
+}
+
+/// Longest message kept: a message quotes values, and a value may be huge.
+const MAX_MESSAGE: usize = 400;
+
+fn clip(mut message: String) -> String {
+    if message.len() > MAX_MESSAGE {
+        let cut = floor(&message, MAX_MESSAGE);
+        message.truncate(cut);
+        message.push('…');
+    }
+    message
 }

@@ -122,31 +122,21 @@ impl Engine<'_> {
         // The comment pass also measures nesting: deeper code never reaches
         // the parser, whose recursion could overflow the stack.
         let directives = Directives::scan(&src.text);
-        if let Some(offset) = directives.lexed.too_deep {
-            let pos = src.pos_of_offset(offset);
-            let f = checks::parse_error_finding(
-                Span {
-                    start: pos,
-                    end: pos,
-                },
-                &format!(
-                    "brackets, generics or prefix operators nest deeper than {} levels",
-                    crate::directives::lexer::MAX_NESTING
-                ),
-            );
-            return self.finish(&src, vec![f], None);
-        }
-        let file = match syn::parse_file(&src.text) {
+        let file = match crate::parse::file_measured(&src.text, directives.lexed.too_deep) {
             Ok(f) => f,
-            Err(e) => {
-                let s = e.span().start();
-                let pos = src.pos_of_line_col(s.line, s.column);
+            Err(refused) => {
+                let pos = match &refused {
+                    crate::parse::Refused::TooDeep(offset) => src.pos_of_offset(*offset),
+                    crate::parse::Refused::Syntax { line, column, .. } => {
+                        src.pos_of_line_col(*line, *column)
+                    }
+                };
                 let f = checks::parse_error_finding(
                     Span {
                         start: pos,
                         end: pos,
                     },
-                    &e.to_string(),
+                    &refused.message(),
                 );
                 return self.finish(&src, vec![f], None);
             }
@@ -214,6 +204,15 @@ impl Engine<'_> {
         out
     }
 
+    /// A file larger than `max-file-size`: one note, nothing read.
+    pub fn too_large(&self, path: &str, size: u64) -> FileOutcome {
+        let src = SourceFile::new(path, String::new());
+        let f = checks::too_large_finding(size, self.settings.max_file_size);
+        let mut out = self.finish(&src, vec![f], None);
+        out.parsed = false;
+        out
+    }
+
     /// Suppressions, severities, paths and fingerprints.
     fn finish(
         &self,
@@ -259,8 +258,15 @@ impl Engine<'_> {
         }
         for f in &mut findings {
             f.path = src.path.clone();
+            // A file over the size limit is a note unless `checks:` sets
+            // the severity of `parse-error`.
+            let own_note = f.check == CheckId::ParseError
+                && f.severity == crate::finding::Severity::Note
+                && !self.settings.checks.contains_key(&f.check);
             if let Some(sev) = self.settings.severity(f.check) {
-                f.severity = sev;
+                if !own_note {
+                    f.severity = sev;
+                }
             }
         }
         crate::fingerprint::assign(src, &mut findings, &self.settings.repo_prefix);

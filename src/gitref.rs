@@ -186,7 +186,7 @@ pub fn fingerprints_at(
     let prefix = git(&["rev-parse", "--show-prefix"], cwd)?
         .trim()
         .to_string();
-    let listing = git(&["ls-tree", "-r", "-z", "--full-tree", rev], cwd)?;
+    let listing = git(&["ls-tree", "-r", "-z", "-l", "--full-tree", rev], cwd)?;
     let renamed = renames(rev, cwd);
     // Paths asked for, as display paths relative to the current directory.
     let wanted: Vec<String> = paths
@@ -201,6 +201,7 @@ pub fn fingerprints_at(
         };
         let mut parts = meta.split_whitespace();
         let (_mode, kind, sha) = (parts.next(), parts.next(), parts.next());
+        let size: u64 = parts.next().and_then(|n| n.parse().ok()).unwrap_or(0);
         // A renamed file is judged under its name now, so its findings keep
         // their fingerprints.
         let path = renamed.get(path).map(String::as_str).unwrap_or(path);
@@ -210,15 +211,31 @@ pub fn fingerprints_at(
         let Some(rel) = path.strip_prefix(prefix.as_str()) else {
             continue;
         };
+        // What the walk never audits is not judged at the base either:
+        // hidden directories and files, and `target/`.
+        if rel
+            .split('/')
+            .any(|c| (c.starts_with('.') && c != "." && c != "..") || c == "target")
+        {
+            continue;
+        }
         let inside = wanted.iter().any(|w| {
             w.is_empty() || rel == w || rel.starts_with(&format!("{}/", w.trim_end_matches('/')))
         });
         if inside {
-            blobs.push((rel.to_string(), sha.unwrap_or_default().to_string()));
+            blobs.push((rel.to_string(), sha.unwrap_or_default().to_string(), size));
         }
     }
-    let contents = cat_blobs(&blobs, cwd)?;
     let mut scopes = p.scopes.lock().unwrap_or_else(|e| e.into_inner());
+    // Excluded and oversized files are not read at the base revision
+    // either, as in this run.
+    blobs.retain(|(rel, _, size)| {
+        let scope = scopes.of_path(Path::new(rel));
+        *size <= scopes.list[scope].settings.max_file_size
+            && !scopes.excluded(Path::new(rel), false)
+    });
+    let blobs: Vec<(String, String)> = blobs.into_iter().map(|(r, s, _)| (r, s)).collect();
+    let contents = cat_blobs(&blobs, cwd)?;
     let blob_scope: Vec<usize> = blobs
         .iter()
         .map(|(rel, _)| scopes.of_path(Path::new(rel)))
@@ -243,20 +260,24 @@ pub fn fingerprints_at(
             resolver: None,
         })
         .collect();
-    let sets: Vec<Vec<String>> = blobs
-        .par_iter()
-        .zip(contents.par_iter())
-        .zip(blob_scope.par_iter())
-        .map(|(((path, _), bytes), &scope)| {
-            engines[scope]
-                .check_bytes(path, bytes, false)
-                .findings
-                .into_iter()
-                .filter(|f| f.suppressed.is_none())
-                .map(|f| f.fingerprint)
-                .collect()
-        })
-        .collect();
+    // The same workers as the run: large stacks for the parser.
+    let pool = crate::parse::pool(p.jobs)?;
+    let sets: Vec<Vec<String>> = pool.install(|| {
+        blobs
+            .par_iter()
+            .zip(contents.par_iter())
+            .zip(blob_scope.par_iter())
+            .map(|(((path, _), bytes), &scope)| {
+                engines[scope]
+                    .check_bytes(path, bytes, false)
+                    .findings
+                    .into_iter()
+                    .filter(|f| f.suppressed.is_none())
+                    .map(|f| f.fingerprint)
+                    .collect()
+            })
+            .collect()
+    });
     Ok(sets.into_iter().flatten().collect())
 }
 

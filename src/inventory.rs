@@ -148,12 +148,12 @@ pub fn table(rows: &[LockRow], opts: &crate::report::Options) -> String {
     ]);
     for r in rows {
         t.add_row(vec![
-            format!("{}:{}", r.path, r.line),
-            r.backend.clone(),
-            r.api.clone(),
-            r.key.clone(),
+            format!("{}:{}", crate::escape::text(&r.path), r.line),
+            crate::escape::text(&r.backend).into_owned(),
+            crate::escape::text(&r.api).into_owned(),
+            crate::escape::text(&r.key).into_owned(),
             r.purpose.clone(),
-            r.expiry.clone(),
+            crate::escape::text(&r.expiry).into_owned(),
             r.token.clone(),
             r.release.clone(),
         ]);

@@ -16,7 +16,7 @@ use crate::walk::{self, Excludes};
 pub struct Scope {
     pub settings: Settings,
     pub packs: PackSet,
-    excludes: Excludes,
+    pub excludes: Excludes,
 }
 
 /// Every scope of a run, and which directory belongs to which.
@@ -29,6 +29,11 @@ pub struct Scopes {
     by_config: HashMap<PathBuf, usize>,
     by_dir: HashMap<PathBuf, usize>,
     by_written_dir: HashMap<PathBuf, usize>,
+    /// A directory as written → its canonical path. A child that is not a
+    /// symbolic link is its parent's canonical path and its name: one
+    /// `lstat`, where resolving the whole path again would cost a system
+    /// call per component (cubic in a hostile tree thousands deep).
+    canonical: HashMap<PathBuf, PathBuf>,
     discovery: Discovery,
     cwd: PathBuf,
     repo_prefix: String,
@@ -46,6 +51,7 @@ impl Scopes {
             by_config: HashMap::new(),
             by_dir: HashMap::new(),
             by_written_dir: HashMap::new(),
+            canonical: HashMap::new(),
             discovery: Discovery::default(),
             cwd: cwd.to_path_buf(),
             repo_prefix: repo_prefix.to_string(),
@@ -89,10 +95,28 @@ impl Scopes {
         if let Some(&i) = self.by_written_dir.get(dir) {
             return i;
         }
-        let abs = std::fs::canonicalize(self.cwd.join(dir)).unwrap_or_else(|_| self.cwd.join(dir));
+        let abs = self.canonical_dir(dir);
         let i = self.of_canonical_dir(abs);
         self.by_written_dir.insert(dir.to_path_buf(), i);
         i
+    }
+
+    /// The canonical path of `dir` (as written, relative to `cwd` or
+    /// absolute).
+    fn canonical_dir(&mut self, dir: &Path) -> PathBuf {
+        let full = self.cwd.join(dir);
+        let from_parent = match (dir.parent(), dir.components().next_back()) {
+            (Some(parent), Some(std::path::Component::Normal(name))) => self
+                .canonical
+                .get(parent)
+                .filter(|_| std::fs::symlink_metadata(&full).is_ok_and(|m| m.file_type().is_dir()))
+                .map(|p| p.join(name)),
+            _ => None,
+        };
+        let abs = from_parent
+            .unwrap_or_else(|| std::fs::canonicalize(&full).unwrap_or_else(|_| full.clone()));
+        self.canonical.insert(dir.to_path_buf(), abs.clone());
+        abs
     }
 
     fn of_canonical_dir(&mut self, abs: PathBuf) -> usize {
@@ -105,7 +129,11 @@ impl Scopes {
                 Some(&i) => i,
                 None => {
                     let shown = walk::display_path(&cfg, &self.cwd);
-                    let i = self.push(config::load_discovered(&cfg, &shown));
+                    // A config found in the tree, and the packs it names,
+                    // must resolve inside the repository it sits in.
+                    let dir = cfg.parent().unwrap_or(Path::new(".")).to_path_buf();
+                    let root = config::repo_root(&dir).unwrap_or(dir);
+                    let i = self.push(config::load_discovered(&cfg, &root, &shown));
                     self.by_config.insert(cfg, i);
                     i
                 }

@@ -16,6 +16,8 @@ pub enum WalkError {
     Missing(String),
     #[error("invalid --exclude glob `{0}`: {1}")]
     Glob(String, String),
+    #[error("the excludes could not be compiled: {0}")]
+    Excludes(String),
 }
 
 /// Excludes: from the config (relative to its directory) and the command
@@ -37,12 +39,14 @@ impl Excludes {
                 b.add(&format!("!{g}"))
                     .map_err(|e| WalkError::Glob(g.clone(), e.to_string()))?;
             }
-            sets.push(
-                b.build()
-                    .map_err(|e| WalkError::Glob(String::new(), e.to_string()))?,
-            );
+            sets.push(b.build().map_err(|e| WalkError::Excludes(e.to_string()))?);
         }
         Ok(Excludes { sets })
+    }
+
+    /// Whether a file, or a directory above it, is excluded.
+    pub fn excludes_file(&self, path: &Path) -> bool {
+        self.excluded(path, false) || ancestors_excluded(path, &|d| self.excluded(d, true))
     }
 
     pub fn excluded(&self, path: &Path, is_dir: bool) -> bool {
@@ -86,7 +90,7 @@ pub fn collect(
     let vendored: Arc<Mutex<Vec<String>>> = Arc::default();
     let mut out = Vec::new();
     for p in paths {
-        let meta = std::fs::metadata(p).map_err(|_| WalkError::Missing(p.display().to_string()))?;
+        let meta = std::fs::metadata(p).map_err(|_| WalkError::Missing(crate::escape::path(p)))?;
         if meta.is_file() {
             // A file named on the command line is audited even if excluded,
             // unless `--force-exclude` says otherwise (pre-commit passes
@@ -104,7 +108,7 @@ pub fn collect(
         if !meta.is_dir() {
             notes.push(format!(
                 "{}: not a regular file or directory, skipped",
-                p.display()
+                crate::escape::path(p)
             ));
             continue;
         }
@@ -164,10 +168,13 @@ pub fn collect(
                 if ft.is_symlink() {
                     notes.push(format!(
                         "{}: symbolic link not followed, skipped (name its target to audit it)",
-                        path.display()
+                        crate::escape::path(path)
                     ));
                 } else if !ft.is_dir() {
-                    notes.push(format!("{}: not a regular file, skipped", path.display()));
+                    notes.push(format!(
+                        "{}: not a regular file, skipped",
+                        crate::escape::path(path)
+                    ));
                 }
                 continue;
             }
@@ -194,7 +201,52 @@ pub fn collect(
     }
     out.sort();
     out.dedup();
+    // One file named several ways (`a.rs`, `./a.rs`, its absolute path)
+    // is audited once.
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|p| seen.insert(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())));
     Ok(out)
+}
+
+/// The files a source file's `mod name;` declarations name: `name.rs` and
+/// `name/mod.rs` beside it or in its own module directory, or the file a
+/// `#[path = "…"]` attribute names. Found from the text alone (a mention
+/// in a comment adds a candidate, never loses one); only existing files
+/// are returned.
+pub fn declared_modules(path: &Path, bytes: &[u8]) -> Vec<PathBuf> {
+    use std::sync::OnceLock;
+    static MOD: OnceLock<regex::bytes::Regex> = OnceLock::new();
+    static PATH: OnceLock<regex::bytes::Regex> = OnceLock::new();
+    let decl = MOD.get_or_init(|| {
+        regex::bytes::Regex::new(
+            r"((?:#\s*\[[^\]]*\]\s*)*)(?:pub\s*(?:\([^)]*\))?\s*)?\bmod\s+(?:r#)?([A-Za-z_][A-Za-z0-9_]*)\s*;",
+        )
+        .expect("a valid regex")
+    });
+    let path_attr = PATH.get_or_init(|| {
+        regex::bytes::Regex::new(r#"\bpath\s*=\s*"([^"]*)""#).expect("a valid regex")
+    });
+    let Some(dir) = path.parent() else {
+        return Vec::new();
+    };
+    let stem = path.file_stem().unwrap_or_default();
+    let mut out = Vec::new();
+    for c in decl.captures_iter(bytes) {
+        let attrs = c.get(1).map_or(&b""[..], |m| m.as_bytes());
+        let name = String::from_utf8_lossy(&c[2]).into_owned();
+        if let Some(p) = path_attr.captures(attrs) {
+            out.push(dir.join(String::from_utf8_lossy(&p[1]).as_ref()));
+            continue;
+        }
+        for base in [dir.to_path_buf(), dir.join(stem)] {
+            out.push(base.join(format!("{name}.rs")));
+            out.push(base.join(&name).join("mod.rs"));
+        }
+    }
+    out.retain(|p| p.is_file());
+    out.sort();
+    out.dedup();
+    out
 }
 
 fn ancestors_excluded(path: &Path, excluded: &dyn Fn(&Path) -> bool) -> bool {
@@ -223,10 +275,30 @@ pub fn display_path(path: &Path, base: &Path) -> String {
     } else {
         path.to_path_buf()
     };
-    let s = rel.to_string_lossy().replace('\\', "/");
+    // Lossless and printable: a name may hold any byte but `/` and NUL.
+    let s = printable(rel.as_os_str());
     let mut s = s.as_str();
     while let Some(rest) = s.strip_prefix("./") {
         s = rest;
     }
     s.to_string()
+}
+
+/// A path's printed form: `\\` separators as `/`, then escaped (see
+/// [`crate::escape::os_str`]), so the escapes are never ambiguous.
+fn printable(os: &std::ffi::OsStr) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let bytes: Vec<u8> = os
+            .as_bytes()
+            .iter()
+            .map(|&b| if b == b'\\' { b'/' } else { b })
+            .collect();
+        crate::escape::bytes(&bytes)
+    }
+    #[cfg(not(unix))]
+    {
+        crate::escape::text(&os.to_string_lossy().replace('\\', "/")).into_owned()
+    }
 }

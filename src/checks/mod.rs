@@ -141,6 +141,7 @@ pub static CHECKS: &[CheckInfo] = &[
 ];
 
 pub use parse_error::finding as parse_error_finding;
+pub use parse_error::too_large as too_large_finding;
 pub use unused_suppression::findings as unused_suppression_findings;
 
 /// The help for a check id that names no check: the closest id when one is

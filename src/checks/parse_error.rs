@@ -34,3 +34,16 @@ pub fn finding(span: Span, reason: &str) -> Finding {
     .label("the parser stopped here")
     .help("fix the syntax, or exclude the file (`exclude:` in lockaudit.yaml or `--exclude`) if it is not Rust source")
 }
+
+/// A file over the size limit: not read, reported as a note so that it is
+/// never silently missing from the audit.
+pub fn too_large(size: u64, limit: u64) -> Finding {
+    let mut f = Finding::new(
+        CheckId::ParseError,
+        Span::default_at_start(),
+        format!("file was not audited: larger than {limit} bytes ({size} bytes)"),
+    )
+    .help("raise `max-file-size` in lockaudit.yaml to audit it, or exclude it if it is generated");
+    f.severity = Severity::Note;
+    f
+}

@@ -17,6 +17,8 @@ use crate::yamlloc::Seg;
 use raw::RawConfig;
 
 pub const DEFAULT_LOCK_NAME_PATTERN: &str = "(?i)lock|mutex|leader|lease|semaphore";
+/// Files larger than this many bytes are not audited (a note says so).
+pub const DEFAULT_MAX_FILE_SIZE: u64 = 8 << 20;
 pub const CONFIG_NAMES: [&str; 2] = ["lockaudit.yaml", ".lockaudit.yaml"];
 
 /// Validated settings.
@@ -32,6 +34,8 @@ pub struct Settings {
     pub exclude: Vec<String>,
     pub lock_name: Regex,
     pub default_purpose: Option<Purpose>,
+    /// Larger files are reported as not audited instead of being parsed.
+    pub max_file_size: u64,
     /// Not from the file: where the current directory sits inside the
     /// repository (`services/api/`), so that fingerprints name files by
     /// their repository path whichever directory lockaudit runs from.
@@ -48,6 +52,7 @@ impl Default for Settings {
             exclude: Vec::new(),
             lock_name: Regex::new(DEFAULT_LOCK_NAME_PATTERN).unwrap(),
             default_purpose: None,
+            max_file_size: DEFAULT_MAX_FILE_SIZE,
             repo_prefix: String::new(),
         }
     }
@@ -99,31 +104,115 @@ pub struct Discovery {
 impl Discovery {
     /// The config governing `dir`, an absolute, canonical directory.
     pub fn config_for_dir(&mut self, dir: &Path) -> Option<PathBuf> {
-        if let Some(known) = self.by_dir.get(dir) {
-            return known.clone();
-        }
-        let found = match config_in(dir) {
-            Some(c) => Some(c),
-            None if dir.join(".git").exists() => None,
-            None => match dir.parent() {
-                Some(parent) => self.config_for_dir(parent),
-                None => None,
-            },
+        // Up from `dir` to the first directory already known, or holding a
+        // config or `.git`; then every directory passed gets that answer.
+        // A loop, not recursion: a hostile tree may be thousands deep.
+        let mut passed = Vec::new();
+        let mut cur = Some(dir);
+        let found = loop {
+            let Some(d) = cur else { break None };
+            if let Some(known) = self.by_dir.get(d) {
+                break known.clone();
+            }
+            passed.push(d.to_path_buf());
+            if let Some(c) = config_in(d) {
+                break Some(c);
+            }
+            if d.join(".git").exists() {
+                break None;
+            }
+            cur = d.parent();
         };
-        self.by_dir.insert(dir.to_path_buf(), found.clone());
+        for d in passed {
+            self.by_dir.insert(d, found.clone());
+        }
         found
     }
 }
 
-/// Loads a config that discovery found (rather than one named with
-/// `--config`): the single place every discovered config is read, so rules
-/// that apply to discovered configs only can be added around it.
-pub fn load_discovered(path: &Path, shown: &str) -> Result<Settings, YamlErrors> {
-    load(path, shown)
+/// Largest config or rule pack read, in bytes.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+/// Largest baseline read, in bytes.
+pub const MAX_BASELINE_BYTES: u64 = 64 << 20;
+
+/// Reads a file lockaudit takes settings from (config, rule pack,
+/// baseline): a regular file of at most `cap` bytes of UTF-8, never a
+/// FIFO, a device or a kernel file (`/proc`, `/sys`), which could block the
+/// run, never end, or hold secrets.
+pub fn read_input(path: &Path, cap: u64) -> Result<String, String> {
+    use std::io::Read;
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    let real = std::fs::canonicalize(path).map_err(|e| e.to_string())?;
+    let kernel = ["/proc", "/sys", "/dev"]
+        .iter()
+        .any(|k| real.starts_with(k));
+    if !meta.is_file() || kernel {
+        return Err("not a regular file".into());
+    }
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let too_big = || format!("larger than {} bytes", cap);
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return Err("not a regular file".into());
+    }
+    if meta.len() > cap {
+        return Err(too_big());
+    }
+    let mut bytes = Vec::new();
+    file.take(cap + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > cap {
+        return Err(too_big());
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "not UTF-8 text (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        )
+    })
 }
 
+/// The repository a directory belongs to: the nearest ancestor (itself
+/// included) that holds `.git`.
+pub fn repo_root(dir: &Path) -> Option<PathBuf> {
+    let dir = std::fs::canonicalize(dir).ok()?;
+    dir.ancestors()
+        .find(|d| d.join(".git").exists())
+        .map(Path::to_path_buf)
+}
+
+/// Loads a config named on the command line: trusted, so it and the rule
+/// packs it names may be anywhere.
 pub fn load(path: &Path, shown: &str) -> Result<Settings, YamlErrors> {
-    let text = match std::fs::read_to_string(path) {
+    load_within(path, shown, None)
+}
+
+/// Loads a config that discovery found in the audited tree, which may come
+/// from a stranger: the config itself and every rule pack it names must
+/// resolve, after symbolic links, inside `root` (the repository). A config
+/// that does not is not read at all, so nothing of it is ever quoted.
+pub fn load_discovered(path: &Path, root: &Path, shown: &str) -> Result<Settings, YamlErrors> {
+    let inside = match (std::fs::canonicalize(path), std::fs::canonicalize(root)) {
+        (Ok(p), Ok(r)) => p.starts_with(&r),
+        _ => false,
+    };
+    if !inside {
+        let mut c = Collector::new(shown, "");
+        c.at(
+            &[],
+            format!(
+                "the config resolves outside the repository ({}): not read",
+                crate::escape::path(root)
+            ),
+            Some("a config found in the audited tree must be a file inside it; pass a config kept elsewhere with `--config`".into()),
+        );
+        return Err(c.finish("config").unwrap_err());
+    }
+    load_within(path, shown, Some(root))
+}
+
+fn load_within(path: &Path, shown: &str, root: Option<&Path>) -> Result<Settings, YamlErrors> {
+    let text = match read_input(path, MAX_CONFIG_BYTES) {
         Ok(t) => t,
         Err(e) => {
             let mut c = Collector::new(shown, "");
@@ -135,15 +224,30 @@ pub fn load(path: &Path, shown: &str) -> Result<Settings, YamlErrors> {
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
-    let mut settings = parse(shown, &text, &base)?;
+    let mut settings = parse_within(shown, &text, &base, root)?;
     settings.path = Some(path.to_path_buf());
     Ok(settings)
 }
 
-const HINT: &str = "the keys are `rules`, `checks`, `exclude`, `lock-name-pattern` and `default-purpose` (see the README)";
+const HINT: &str = "the keys are `rules`, `checks`, `exclude`, `lock-name-pattern`, `default-purpose` and `max-file-size` (see the README)";
 
 pub fn parse(shown: &str, text: &str, base: &Path) -> Result<Settings, YamlErrors> {
+    parse_within(shown, text, base, None)
+}
+
+/// [`parse`], with every rule pack required to resolve inside `root`.
+fn parse_within(
+    shown: &str,
+    text: &str,
+    base: &Path,
+    root: Option<&Path>,
+) -> Result<Settings, YamlErrors> {
+    let root = root.and_then(|r| std::fs::canonicalize(r).ok());
     let mut c = Collector::new(shown, text);
+    if let Some((loc, msg)) = crate::yamlloc::find_expensive(text) {
+        c.at_loc(loc, msg, None);
+        return Err(c.finish("config").unwrap_err());
+    }
     let raw: RawConfig = if text.trim().is_empty() {
         RawConfig::default()
     } else {
@@ -166,12 +270,27 @@ pub fn parse(shown: &str, text: &str, base: &Path) -> Result<Settings, YamlError
     };
     for (i, r) in raw.rules.iter().enumerate() {
         let p = base.join(r);
-        if !p.is_file() {
+        if !p.exists() {
             c.at(
                 &["rules".into(), Seg::Index(i)],
                 format!("rule pack `{r}` does not exist"),
                 Some("paths in `rules` are relative to the config file".into()),
             );
+        } else if !p.is_file() {
+            c.at(
+                &["rules".into(), Seg::Index(i)],
+                format!("rule pack `{r}` is not a regular file"),
+                None,
+            );
+        } else if let Some(root) = &root {
+            let inside = std::fs::canonicalize(&p).is_ok_and(|real| real.starts_with(root));
+            if !inside {
+                c.at(
+                    &["rules".into(), Seg::Index(i)],
+                    format!("rule pack `{r}` resolves outside the repository: not read"),
+                    Some("a discovered config may only name packs inside the repository; pass a config kept elsewhere with `--config`".into()),
+                );
+            }
         }
         settings.rules.push(p);
     }
@@ -204,7 +323,22 @@ pub fn parse(shown: &str, text: &str, base: &Path) -> Result<Settings, YamlError
         };
         settings.checks.insert(check, sev);
     }
-    for (i, g) in raw.exclude.iter().enumerate() {
+    if raw.exclude.len() > MAX_EXCLUDES {
+        c.at(
+            &["exclude".into(), Seg::Index(MAX_EXCLUDES)],
+            format!("more than {MAX_EXCLUDES} excludes ({})", raw.exclude.len()),
+            Some("exclude whole directories (`vendor/**`) instead of single files".into()),
+        );
+    }
+    for (i, g) in raw.exclude.iter().enumerate().take(MAX_EXCLUDES + 1) {
+        if g.len() > MAX_GLOB {
+            c.at(
+                &["exclude".into(), Seg::Index(i)],
+                format!("a glob longer than {MAX_GLOB} bytes"),
+                None,
+            );
+            continue;
+        }
         if let Err(e) = ignore::overrides::OverrideBuilder::new(base).add(&format!("!{g}")) {
             c.at(
                 &["exclude".into(), Seg::Index(i)],
@@ -215,7 +349,7 @@ pub fn parse(shown: &str, text: &str, base: &Path) -> Result<Settings, YamlError
     }
     settings.exclude = raw.exclude.clone();
     if let Some(p) = &raw.lock_name_pattern {
-        match Regex::new(p) {
+        match crate::pack::bounded_regex(p) {
             Ok(r) => settings.lock_name = r,
             Err(e) => c.at(
                 &["lock-name-pattern".into()],
@@ -251,17 +385,37 @@ pub fn parse(shown: &str, text: &str, base: &Path) -> Result<Settings, YamlError
             }
         };
     }
+    if let Some(n) = raw.max_file_size {
+        if n == 0 || n > MAX_MAX_FILE_SIZE {
+            c.at(
+                &["max-file-size".into()],
+                format!("`{n}` is not a file size from 1 to {MAX_MAX_FILE_SIZE} bytes"),
+                Some(format!("the default is {DEFAULT_MAX_FILE_SIZE} (8 MB)")),
+            );
+        } else {
+            settings.max_file_size = n;
+        }
+    }
     c.finish("config")?;
     Ok(settings)
 }
 
-const KEYS: [&str; 5] = [
+const KEYS: [&str; 6] = [
     "rules",
     "checks",
     "exclude",
     "lock-name-pattern",
     "default-purpose",
+    "max-file-size",
 ];
+
+/// Most excludes a config may list, and the longest glob.
+pub const MAX_EXCLUDES: usize = 1000;
+pub const MAX_GLOB: usize = 1024;
+
+/// The largest `max-file-size` accepted: past it, one file's model could
+/// exhaust a worker's memory.
+pub const MAX_MAX_FILE_SIZE: u64 = 64 << 20;
 
 /// Where a top-level key is written (`name:` at the start of a line).
 fn key_loc(text: &str, name: &str) -> Option<crate::yamlloc::Loc> {
@@ -381,4 +535,8 @@ lock-name-pattern: "{PATTERN}"
 # What an unannotated acquisition is held to: none | efficiency | correctness.
 # With correctness, the fencing and consensus checks apply to it too.
 default-purpose: none
+
+# Files larger than this many bytes are not audited; each is reported as a
+# `parse-error` note instead.
+max-file-size: 8388608
 "#;

@@ -23,4 +23,7 @@ pub struct RawConfig {
     /// `none`, `efficiency` or `correctness`: what an unannotated acquisition is held to.
     #[serde(default)]
     pub default_purpose: Option<String>,
+    /// Files larger than this many bytes are not audited (a note says so).
+    #[serde(default)]
+    pub max_file_size: Option<u64>,
 }

@@ -53,51 +53,210 @@ pub struct Lexed {
 pub const MAX_NESTING: usize = 256;
 
 /// How deep the code seen so far nests, outside comments and literals.
-#[derive(Default)]
+///
+/// syn recurses once per bracket, generic argument and prefix operator,
+/// but also once per construct whose operand runs to the end of the
+/// expression: `return return …`, `yield …`, `break …`, closures
+/// `|x| |x| …`, `fn() -> fn() -> …`, and once per qualified path
+/// `<<… as A>::B as A>::B`. All of these are counted, and their sum is
+/// what is bounded.
 struct Nesting {
     /// Open brackets: `(`, `[`, `{`.
     brackets: usize,
-    /// Open generic arguments (`Vec<`, `::<`). A comparison written `a<b`
-    /// counts too, but only until the statement or block ends.
+    /// Open generic arguments (`Vec<`, `::<`, a qualified path's `<`). A
+    /// comparison written `a<b` counts too, but only until the statement
+    /// or block ends.
     angles: usize,
-    /// Prefix operators in a row (`!!!!x`, `- - -x`, `&&&&x`, `|| || ||`):
-    /// whitespace and comments do not break a run, operands do.
+    /// Prefix operators in a row (`!!!!x`, `- - -x`, `&&&&x`, `*const
+    /// *const T`): white space, comments, lifetimes and the words `const`,
+    /// `mut`, `dyn` … do not break a run, operands do.
     ops: usize,
+    /// Per open bracket: constructs that run to the end of the expression
+    /// (`return`, `yield`, `break`, closures, `->`), ended by `,` or `;`
+    /// or the bracket's end.
+    open_ended: Vec<usize>,
+    open_ended_total: usize,
+    /// Per open bracket: `->` in a row (`fn() -> fn() -> …`); a return
+    /// type also ends where a body starts (`{`).
+    arrows: Vec<usize>,
+    arrows_total: usize,
+    /// A `let` whose own `=` is still to come: that one binds, it does
+    /// not nest (`if let Some(x) = y {`).
+    pending_let: bool,
+    /// The last token was an operand (a name, a literal, a closing
+    /// bracket): a `|` or `<` after it is binary, otherwise it opens a
+    /// closure or a qualified path.
+    after_operand: bool,
     too_deep: Option<usize>,
 }
 
+impl Default for Nesting {
+    fn default() -> Self {
+        Nesting {
+            brackets: 0,
+            angles: 0,
+            ops: 0,
+            open_ended: vec![0],
+            open_ended_total: 0,
+            arrows: vec![0],
+            arrows_total: 0,
+            pending_let: false,
+            after_operand: false,
+            too_deep: None,
+        }
+    }
+}
+
+/// Words after which an expression runs to its end: each is a level.
+const OPEN_ENDED: [&[u8]; 6] = [b"return", b"yield", b"break", b"move", b"static", b"box"];
+/// Words that neither end a run of prefix operators nor are operands.
+const TRANSPARENT: [&[u8]; 18] = [
+    b"const", b"mut", b"dyn", b"impl", b"unsafe", b"ref", b"as", b"in", b"let", b"if", b"else",
+    b"match", b"while", b"for", b"loop", b"async", b"where", b"type",
+];
+
 impl Nesting {
     /// A byte of code at `i` (not part of an identifier, number, literal or
-    /// comment).
-    fn code(&mut self, bytes: &[u8], i: usize) {
+    /// comment). Returns how many bytes it took.
+    fn code(&mut self, bytes: &[u8], i: usize) -> usize {
         let b = bytes[i];
+        if b == b'-' && bytes.get(i + 1) == Some(&b'>') {
+            // `fn() -> fn() -> …`: the return type runs on.
+            if let Some(top) = self.arrows.last_mut() {
+                *top += 1;
+                self.arrows_total += 1;
+            }
+            self.check(i);
+            self.ops = 0;
+            self.after_operand = false;
+            return 2;
+        }
+        if b == b'.' && bytes.get(i + 1) == Some(&b'.') {
+            // `.. .. ..x`: a range with no start runs to the end.
+            let prefix_position = !self.after_operand;
+            let mut len = 2;
+            if matches!(bytes.get(i + 2), Some(b'.' | b'=')) {
+                len = 3;
+            }
+            self.ops = 0;
+            self.after_operand = false;
+            if prefix_position {
+                self.open_ended_inc(i);
+            }
+            return len;
+        }
+        if b == b'=' && self.angles == 0 && is_assignment(bytes, i) {
+            // `x = x = …`: an assignment's value runs to the end.
+            self.ops = 0;
+            self.after_operand = false;
+            if std::mem::take(&mut self.pending_let) {
+                return 1;
+            }
+            self.open_ended_inc(i);
+            return 1;
+        }
+        if b == b'|' && self.after_operand && bytes.get(i + 1) == Some(&b'|') {
+            // `a || b`: one binary operator.
+            self.ops = 0;
+            self.after_operand = false;
+            return 2;
+        }
+        if b == b'|' && !self.after_operand {
+            // A closure's parameters: its body runs on.
+            self.open_ended_inc(i);
+        }
         if matches!(b, b'!' | b'-' | b'*' | b'&' | b'|') {
             self.ops += 1;
-            self.check(self.ops, i);
-            return;
+            self.after_operand = false;
+            self.check(i);
+            return 1;
         }
         self.ops = 0;
+        let prefix_position = !self.after_operand;
+        self.after_operand = false;
         match b {
-            b'<' if i > 0 && (is_ident_byte(bytes[i - 1]) || bytes[i - 1] == b':') => {
+            b'<' if prefix_position
+                || (i > 0 && (is_ident_byte(bytes[i - 1]) || bytes[i - 1] == b':')) =>
+            {
                 self.angles += 1;
-                self.check(self.angles, i);
+                self.check(i);
             }
-            b'>' => self.angles = self.angles.saturating_sub(1),
-            b';' => self.angles = 0,
+            b'>' => {
+                self.angles = self.angles.saturating_sub(1);
+                self.after_operand = true;
+            }
+            b';' | b',' => {
+                if b == b';' {
+                    self.angles = 0;
+                    self.pending_let = false;
+                }
+                if let Some(top) = self.open_ended.last_mut() {
+                    self.open_ended_total -= *top;
+                    *top = 0;
+                }
+                self.end_arrows();
+            }
             b'(' | b'[' | b'{' => {
                 if b == b'{' {
                     self.angles = 0;
+                    self.pending_let = false;
+                    self.end_arrows();
                 }
                 self.brackets += 1;
-                self.check(self.brackets, i);
+                self.open_ended.push(0);
+                self.arrows.push(0);
+                self.check(i);
             }
             b')' | b']' | b'}' => {
                 if b == b'}' {
                     self.angles = 0;
+                    self.pending_let = false;
                 }
                 self.brackets = self.brackets.saturating_sub(1);
+                if self.open_ended.len() > 1 {
+                    let top = self.open_ended.pop().unwrap_or(0);
+                    self.open_ended_total -= top;
+                }
+                if self.arrows.len() > 1 {
+                    let top = self.arrows.pop().unwrap_or(0);
+                    self.arrows_total -= top;
+                }
+                self.after_operand = true;
             }
+            b'?' => self.after_operand = true,
             _ => {}
+        }
+        1
+    }
+
+    fn end_arrows(&mut self) {
+        if let Some(top) = self.arrows.last_mut() {
+            self.arrows_total -= *top;
+            *top = 0;
+        }
+    }
+
+    fn open_ended_inc(&mut self, i: usize) {
+        if let Some(top) = self.open_ended.last_mut() {
+            *top += 1;
+            self.open_ended_total += 1;
+        }
+        self.check(i);
+    }
+
+    /// A word of code: an operand, unless it is one of the keywords that
+    /// nest ([`OPEN_ENDED`]) or are transparent ([`TRANSPARENT`]).
+    fn word(&mut self, word: &[u8], i: usize) {
+        if OPEN_ENDED.contains(&word) {
+            self.open_ended_inc(i);
+            self.after_operand = false;
+        } else if TRANSPARENT.contains(&word) {
+            if word == b"let" || word == b"type" {
+                self.pending_let = true;
+            }
+            self.after_operand = false;
+        } else {
+            self.operand();
         }
     }
 
@@ -105,12 +264,30 @@ impl Nesting {
     /// operators.
     fn operand(&mut self) {
         self.ops = 0;
+        self.after_operand = true;
     }
 
-    fn check(&mut self, level: usize, i: usize) {
+    fn check(&mut self, i: usize) {
+        let level =
+            self.brackets + self.angles + self.ops + self.open_ended_total + self.arrows_total;
         if level > MAX_NESTING && self.too_deep.is_none() {
             self.too_deep = Some(i);
         }
+    }
+}
+
+/// Whether the `=` at `i` assigns (`=`, `+=`, `<<=`), rather than
+/// compares (`==`, `!=`, `<=`, `>=`) or starts a match arm (`=>`).
+fn is_assignment(bytes: &[u8], i: usize) -> bool {
+    if matches!(bytes.get(i + 1), Some(b'=' | b'>')) {
+        return false;
+    }
+    let prev = |k: usize| i.checked_sub(k).map(|j| bytes[j]);
+    match prev(1) {
+        Some(b'=' | b'!') => false,
+        // `<=` compares, `<<=` assigns; the same for `>`.
+        Some(c @ (b'<' | b'>')) => prev(2) == Some(c),
+        _ => true,
     }
 }
 
@@ -232,8 +409,18 @@ pub fn lex(text: &str) -> Lexed {
             }
             b'\'' => {
                 mark_code(&mut lines, line, &mut code_started_with_hash, b);
-                nesting.operand();
-                i = skip_char_or_lifetime(bytes, i);
+                let j = skip_char_or_lifetime(bytes, i);
+                if j == i + 1 {
+                    // A lifetime (`&'a &'a T`): part of a type, no operand.
+                    let mut k = j;
+                    while k < bytes.len() && is_ident_byte(bytes[k]) {
+                        k += 1;
+                    }
+                    i = k;
+                } else {
+                    nesting.operand();
+                    i = j;
+                }
             }
             _ => {
                 mark_code(&mut lines, line, &mut code_started_with_hash, b);
@@ -254,11 +441,10 @@ pub fn lex(text: &str) -> Lexed {
                     while j < bytes.len() && is_ident_byte(bytes[j]) {
                         j += 1;
                     }
-                    nesting.operand();
+                    nesting.word(&bytes[i..j], i);
                     i = j;
                 } else {
-                    nesting.code(bytes, i);
-                    i += 1;
+                    i += nesting.code(bytes, i);
                 }
             }
         }
@@ -384,6 +570,14 @@ mod tests {
         assert!(too_deep(&deep(MAX_NESTING + 1, "!")).is_some());
         assert!(too_deep(&deep(MAX_NESTING + 1, "- ")).is_some());
         assert!(too_deep(&deep(MAX_NESTING + 1, "Vec<")).is_some());
+        for shape in [
+            "return ", "|x| ", "|x: u8| ", "move || ", "yield ", "break ", "*const ", "&'a ",
+            "&mut ", "<",
+        ] {
+            assert!(too_deep(&deep(MAX_NESTING + 1, shape)).is_some(), "{shape}");
+        }
+        let arrows = format!("type F = {}u8;", "fn() -> ".repeat(MAX_NESTING + 1));
+        assert!(too_deep(&arrows).is_some());
         // Inside literals and comments nothing counts.
         let quiet = [
             format!("const S: &str = \"{}\";", "(".repeat(1000)),
@@ -398,6 +592,43 @@ mod tests {
             format!("fn f() {{ {} }}", "'('".repeat(1000)),
             format!("fn f() {{ {} }}", "a && b ".repeat(1000)),
             format!("fn f() {{ {} }}", "let x = a<b; ".repeat(1000)),
+            format!("fn f() {{ {} }}", "if a {{ return; }} ".repeat(1000)),
+            format!(
+                "fn f() {{ match x {{ {} }} }}",
+                "A => return 1, ".repeat(1000)
+            ),
+            format!(
+                "fn f() {{ x{} }}",
+                ".map(|a| a).filter(|b| *b)".repeat(1000)
+            ),
+            format!(
+                "fn f() {{ {} }}",
+                "let v: &'a mut Vec<u8> = &mut *w; ".repeat(1000)
+            ),
+            format!("fn f() {{ {} }}", "a || b | c; ".repeat(1000)),
+            format!("fn f() {{ x = {}1; }}", "a || b | ".repeat(1000)),
+            "fn f() -> impl Fn() -> u8 { || 1 }".to_string(),
+            format!(
+                "fn f() {{ {} }}",
+                "let x = a == b && c <= d || e >= f; x += 1; ".repeat(1000)
+            ),
+            format!(
+                "fn f() {{ {} }}",
+                "match x {{ A => 1, _ => 2 }} for i in 0..n {{}} ".repeat(1000)
+            ),
+            "impl<T: Iterator<Item = u8>> A for B<T> {} fn g() -> u8 { 1 } ".repeat(1000),
+            format!(
+                "fn f() {{ {} }}",
+                "let v = a..b; let w = ..c; ".repeat(1000)
+            ),
+            format!(
+                "fn f() {{ {} }}",
+                "if let Some(x) = y {{ }} while let Some(x) = it.next() {{ }} ".repeat(1000)
+            ),
+            format!(
+                "impl A {{ {} }}",
+                "fn g(&self, f: fn(u8) -> u8) -> u8 { 1 } ".repeat(1000)
+            ),
         ];
         for q in quiet {
             assert_eq!(too_deep(&q), None, "{}", &q[..40]);

@@ -81,8 +81,6 @@ pub struct Event {
     pub key: Option<Key>,
     /// Literal words of the call (upper case).
     pub words: BTreeSet<String>,
-    /// Method names of the whole chain.
-    pub chain_methods: Vec<String>,
     pub result: ResultUse,
     /// Names bound by the `let` that holds the call.
     pub binding: Vec<String>,

@@ -41,6 +41,51 @@ pub fn compact(tokens: &impl ToTokens) -> String {
     s
 }
 
+/// Method calls of a chain kept in full by [`compact_receiver`]; earlier
+/// ones are elided.
+const RECEIVER_SEGMENTS: usize = 8;
+
+/// The text of a receiver, with a long method chain shortened to its root
+/// and its last few calls: `redis::pipe()….arg("v").ignore()`. A view of
+/// each call of a 4,000-call pipeline would otherwise print the whole
+/// chain before it, which is quadratic in the chain.
+///
+/// `root` is where the chain starts (what is shown before the `…`): the
+/// chain is never walked further down than its last few calls, so each
+/// call's receiver costs the same however long the chain is.
+pub fn compact_receiver(e: &Expr, root: &Expr) -> String {
+    let mut segments = Vec::new();
+    let mut cur = e;
+    while let Expr::MethodCall(m) = cur {
+        if segments.len() == RECEIVER_SEGMENTS {
+            break;
+        }
+        segments.push(m);
+        cur = &m.receiver;
+    }
+    if !matches!(cur, Expr::MethodCall(_)) {
+        return compact(e);
+    }
+    let mut text = compact(root);
+    text.push('…');
+    for m in segments.iter().rev() {
+        text.push('.');
+        text.push_str(&m.method.to_string());
+        if let Some(t) = &m.turbofish {
+            text.push_str(&compact(t));
+        }
+        text.push('(');
+        for (i, a) in m.args.iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            text.push_str(&compact(a));
+        }
+        text.push(')');
+    }
+    text
+}
+
 pub fn normalise(e: &Expr) -> String {
     compact(strip(e))
 }
@@ -78,6 +123,29 @@ mod tests {
         let a: Expr = syn::parse_str("&key.clone().as_str()").unwrap();
         let b: Expr = syn::parse_str("key.to_string()").unwrap();
         assert_eq!(normalise(&a), normalise(&b));
+    }
+
+    #[test]
+    fn long_receiver_chains_keep_root_and_tail() {
+        let short: syn::Expr = syn::parse_str("redis::pipe().cmd(\"SET\").arg(k)").unwrap();
+        assert_eq!(
+            super::compact_receiver(&short, &short),
+            super::compact(&short),
+            "a short chain is printed whole"
+        );
+        let calls: String = (0..20).map(|i| format!(".arg({i})")).collect();
+        let long: syn::Expr =
+            syn::parse_str(&format!("redis::pipe(){calls}.ignore::<u8>()")).unwrap();
+        let root: syn::Expr = syn::parse_str("redis::pipe()").unwrap();
+        let text = super::compact_receiver(&long, &root);
+        assert!(text.starts_with("redis::pipe()…"), "{text}");
+        assert!(
+            text.ends_with(
+                ".arg(13).arg(14).arg(15).arg(16).arg(17).arg(18).arg(19).ignore::<u8>()"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains(".arg(12)"), "{text}");
         let f: Expr = syn::parse_str("&format!(\"lock:{}\", id)").unwrap();
         assert_eq!(literal(&f).as_deref(), Some("lock:{}"));
     }

@@ -32,6 +32,9 @@ pub trait FnResolver: Sync {
     }
 }
 
+/// A resolved function: its file's model, its index, its display path.
+type Found = (Arc<FileModel>, usize, String);
+
 /// A crate's `.rs` files: (display path, text).
 type CrateFiles = Vec<(String, String)>;
 
@@ -45,8 +48,16 @@ pub struct CrateResolver<'a> {
     models: Mutex<HashMap<String, Option<Arc<FileModel>>>>,
     /// Crate root → its package name.
     names: Mutex<HashMap<PathBuf, Option<String>>>,
+    /// Display path → its crate root: asked once per file, not per call.
+    roots: Mutex<HashMap<String, Option<PathBuf>>>,
+    /// (calling file, function name) → where it is defined: a function
+    /// that holds many locks asks for the same callee once per lock.
+    found: Mutex<HashMap<(String, String), Option<Found>>>,
     /// The repository's top directory, found on first use.
     top: std::sync::OnceLock<PathBuf>,
+    /// Files the run does not audit are not read here either.
+    excludes: Option<crate::walk::Excludes>,
+    max_file_size: u64,
 }
 
 impl<'a> CrateResolver<'a> {
@@ -58,16 +69,39 @@ impl<'a> CrateResolver<'a> {
             crates: Mutex::new(HashMap::new()),
             models: Mutex::new(HashMap::new()),
             names: Mutex::new(HashMap::new()),
+            roots: Mutex::new(HashMap::new()),
+            found: Mutex::new(HashMap::new()),
             top: std::sync::OnceLock::new(),
+            excludes: None,
+            max_file_size: crate::config::DEFAULT_MAX_FILE_SIZE,
         }
     }
 
+    /// Skips what the run's excludes name and files larger than
+    /// `max_file_size` bytes, as the audit itself does.
+    pub fn with_limits(mut self, excludes: crate::walk::Excludes, max_file_size: u64) -> Self {
+        self.excludes = Some(excludes);
+        self.max_file_size = max_file_size;
+        self
+    }
+
     fn crate_root(&self, from: &str) -> Option<PathBuf> {
-        let abs = std::fs::canonicalize(self.cwd.join(from)).ok()?;
-        abs.ancestors()
-            .skip(1)
-            .find(|d| d.join("Cargo.toml").is_file())
-            .map(Path::to_path_buf)
+        if let Some(r) = self.roots.lock().unwrap().get(from) {
+            return r.clone();
+        }
+        let root = std::fs::canonicalize(self.cwd.join(from))
+            .ok()
+            .and_then(|abs| {
+                abs.ancestors()
+                    .skip(1)
+                    .find(|d| d.join("Cargo.toml").is_file())
+                    .map(Path::to_path_buf)
+            });
+        self.roots
+            .lock()
+            .unwrap()
+            .insert(from.to_string(), root.clone());
+        root
     }
 
     fn files(&self, root: &Path) -> Arc<CrateFiles> {
@@ -75,15 +109,25 @@ impl<'a> CrateResolver<'a> {
             return f.clone();
         }
         let mut files = Vec::new();
+        let excludes = self.excludes.clone();
         let walker = ignore::WalkBuilder::new(root)
             .require_git(false)
             .sort_by_file_name(|a, b| a.cmp(b))
-            .filter_entry(|e| e.depth() == 0 || e.file_name() != "target")
+            .filter_entry(move |e| {
+                e.depth() == 0
+                    || (e.file_name() != "target"
+                        && !excludes.as_ref().is_some_and(|x| x.excludes_file(e.path())))
+            })
             .build();
         for entry in walker.flatten() {
             let p = entry.path();
+            // Never parsed: an excluded file (above), a symbolic link, a
+            // FIFO, or a file over the size limit.
             if entry.file_type().is_some_and(|t| t.is_file())
                 && p.extension().is_some_and(|x| x == "rs")
+                && entry
+                    .metadata()
+                    .is_ok_and(|m| m.len() <= self.max_file_size)
             {
                 if let Ok(text) = std::fs::read_to_string(p) {
                     files.push((crate::walk::display_path(p, &self.cwd), text));
@@ -102,7 +146,7 @@ impl<'a> CrateResolver<'a> {
         if let Some(m) = self.models.lock().unwrap().get(path) {
             return m.clone();
         }
-        let model = syn::parse_file(text).ok().map(|file| {
+        let model = crate::parse::file(text).ok().map(|file| {
             let src = SourceFile::new(path, text);
             Arc::new(extract::extract(
                 &file,
@@ -182,10 +226,22 @@ impl FnResolver for CrateResolver<'_> {
         name
     }
 
-    fn resolve(&self, from: &str, name: &str) -> Option<(Arc<FileModel>, usize, String)> {
+    fn resolve(&self, from: &str, name: &str) -> Option<Found> {
         let root = self.crate_root(from)?;
+        let key = (from.to_string(), name.to_string());
+        if let Some(f) = self.found.lock().unwrap().get(&key) {
+            return f.clone();
+        }
+        let found = self.search(&root, from, name);
+        self.found.lock().unwrap().insert(key, found.clone());
+        found
+    }
+}
+
+impl CrateResolver<'_> {
+    fn search(&self, root: &Path, from: &str, name: &str) -> Option<Found> {
         let defines = Regex::new(&format!(r"\bfn\s+{}\b", regex::escape(name))).ok()?;
-        for (path, text) in self.files(&root).iter() {
+        for (path, text) in self.files(root).iter() {
             if path == from || !defines.is_match(text) {
                 continue;
             }

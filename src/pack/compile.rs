@@ -11,6 +11,12 @@ const SCHEMA_HINT: &str =
 
 pub(super) fn compile(path: &str, text: &str, builtin: bool) -> Result<Pack, YamlErrors> {
     let mut c = Collector::new(path, text);
+    if !builtin {
+        if let Some((loc, msg)) = crate::yamlloc::find_expensive(text) {
+            c.at_loc(loc, msg, None);
+            return Err(c.finish("rule pack").unwrap_err());
+        }
+    }
     let raw: RawPack = match yaml_serde::from_str(text) {
         Ok(raw) => raw,
         Err(e) => {

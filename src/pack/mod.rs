@@ -149,7 +149,7 @@ impl Pattern {
     pub fn new(source: &str, known_good: bool) -> Result<Pattern, regex::Error> {
         let regex = std::sync::OnceLock::new();
         if !known_good {
-            let _ = regex.set(Regex::new(source)?);
+            let _ = regex.set(bounded_regex(source)?);
         }
         Ok(Pattern {
             source: source.to_string(),
@@ -170,6 +170,24 @@ impl std::ops::Deref for Pattern {
             Regex::new(&self.source).expect("built-in pack patterns are compiled by a test")
         })
     }
+}
+
+/// Longest regex accepted from a user's pack or config, in bytes.
+pub const MAX_PATTERN: usize = 4096;
+
+/// Compiles a regex from a user's file: at most [`MAX_PATTERN`] bytes, and
+/// at most 1 MB once compiled, so that no pattern costs more than its text.
+pub fn bounded_regex(source: &str) -> Result<Regex, regex::Error> {
+    if source.len() > MAX_PATTERN {
+        return Err(regex::Error::Syntax(format!(
+            "longer than {MAX_PATTERN} bytes ({} bytes)",
+            source.len()
+        )));
+    }
+    regex::RegexBuilder::new(source)
+        .size_limit(1 << 20)
+        .dfa_size_limit(1 << 20)
+        .build()
 }
 
 /// Every loaded pack, indexed for the extractor.
@@ -222,7 +240,7 @@ impl PackSet {
         let mut errors = Vec::new();
         for path in user {
             let shown = crate::walk::display_path(path, display_base);
-            match std::fs::read_to_string(path) {
+            match crate::config::read_input(path, crate::config::MAX_CONFIG_BYTES) {
                 Ok(text) => match compile::compile(&shown, &text, false) {
                     Ok(p) => packs.push(p),
                     Err(e) => errors.push(e),

@@ -79,10 +79,12 @@ pub fn render(
 }
 
 fn command(f: &Finding, level: &str) -> String {
-    let mut message = f.message.clone();
+    // Source text in a message is shown escaped, as in every format; the
+    // line break before `help:` is the format's own.
+    let mut message = crate::escape::text(&f.message).into_owned();
     if let Some(h) = &f.help {
         message.push_str("\nhelp: ");
-        message.push_str(h);
+        message.push_str(&crate::escape::text(h));
     }
     let (start, mut end) = (f.span.start, f.span.end);
     // An empty span (a parse error's position) still marks one character.

@@ -37,15 +37,15 @@ impl Painter {
     }
 }
 
-/// Control characters (an escape sequence in a hostile file) are shown as
-/// U+FFFD, one character for one, so columns stay where they were; a tab
-/// is four spaces.
+/// A source line as shown: control characters and bidirectional overrides
+/// (an escape sequence in a hostile file) are escaped as everywhere else
+/// (`\x1b`, `\u{202e}`, see [`crate::escape`]); a tab is four spaces.
 fn clean(line: &str) -> String {
     let mut out = String::with_capacity(line.len());
     for c in line.chars() {
         match c {
             '\t' => out.push_str("    "),
-            c if c.is_control() => out.push('\u{fffd}'),
+            c if crate::escape::needs_escape(c) => crate::escape::push_escaped(&mut out, c),
             c => out.push(c),
         }
     }
@@ -53,11 +53,16 @@ fn clean(line: &str) -> String {
 }
 
 /// The display column (0-based) of 1-based character column `col` in
-/// `line`, counting a tab as four.
+/// `line` as [`clean`] shows it.
 fn display_col(line: &str, col: usize) -> usize {
     line.chars()
         .take(col.saturating_sub(1))
-        .map(|c| if c == '\t' { 4 } else { 1 })
+        .map(|c| match c {
+            '\t' => 4,
+            // An escape is ASCII: its length is its width.
+            c if crate::escape::needs_escape(c) => crate::escape::escaped_len(c),
+            _ => 1,
+        })
         .sum()
 }
 
@@ -291,13 +296,30 @@ pub fn render_one(f: &Finding, text: &str, opts: &Options) -> String {
     let sev = f.severity.as_str();
     let head = format!("{sev}[{}]", f.check.as_str());
     let mut out = String::new();
-    let message = wrap(&f.message, width, head.chars().count() + 2, 4);
+    let message = wrap(
+        &crate::escape::text(&f.message),
+        width,
+        head.chars().count() + 2,
+        4,
+    );
     out.push_str(&format!(
         "{}{}\n",
         p.paint(severity_color(f.severity), &head),
         p.paint(BOLD, &format!(": {}", join_wrapped(&message, 4)))
     ));
-    let path = clean(&f.path);
+    let path = crate::escape::text(&f.path).into_owned();
+    let label = f.label.as_deref().map(crate::escape::text);
+    let label_texts: Vec<String> = f
+        .labels
+        .iter()
+        .map(|l| crate::escape::text(&l.message).into_owned())
+        .collect();
+    let label_text = |l: &Label| -> &str {
+        f.labels
+            .iter()
+            .position(|x| std::ptr::eq(x, l))
+            .map_or("", |i| label_texts[i].as_str())
+    };
     let lines: Vec<&str> = text.lines().collect();
     let mut shown = vec![f.span.start.line, f.span.end.line];
     shown.extend(f.labels.iter().map(|l| l.span.start.line));
@@ -329,12 +351,12 @@ pub fn render_one(f: &Finding, text: &str, opts: &Options) -> String {
         });
         let mut marks = vec![Mark {
             span: f.span,
-            text: f.label.as_deref(),
+            text: label.as_deref(),
             primary: true,
         }];
         marks.extend(same.iter().map(|l| Mark {
             span: l.span,
-            text: Some(l.message.as_str()),
+            text: Some(label_text(l)),
             primary: false,
         }));
         out.push_str(&format!("{}\n", s.bar()));
@@ -352,7 +374,7 @@ pub fn render_one(f: &Finding, text: &str, opts: &Options) -> String {
             out.push_str(&format!("{}\n", s.bar()));
             out.push_str(&s.block(&[Mark {
                 span: l.span,
-                text: Some(l.message.as_str()),
+                text: Some(label_text(l)),
                 primary: false,
             }]));
         }
@@ -360,10 +382,10 @@ pub fn render_one(f: &Finding, text: &str, opts: &Options) -> String {
     }
     let mut tail: Vec<(&str, String)> = Vec::new();
     if let Some(h) = &f.help {
-        tail.push(("help", h.clone()));
+        tail.push(("help", crate::escape::lines(h)));
     }
     for n in &f.notes {
-        tail.push(("note", n.clone()));
+        tail.push(("note", crate::escape::lines(n)));
     }
     if let Some(j) = &f.suppressed {
         tail.push((
@@ -371,7 +393,7 @@ pub fn render_one(f: &Finding, text: &str, opts: &Options) -> String {
             if j.is_empty() {
                 "suppressed in source".to_string()
             } else {
-                format!("suppressed in source: {j}")
+                format!("suppressed in source: {}", crate::escape::text(j))
             },
         ));
     }
@@ -401,7 +423,7 @@ pub fn render(findings: &[Finding], summary: &Summary, opts: &Options) -> String
         if f.suppressed.as_deref() == Some("") {
             out.push_str(&format!(
                 "note: {}:{}:{}: `{}` is suppressed without a reason: say why after the `allow(...)`\n",
-                clean(&f.path),
+                crate::escape::text(&f.path),
                 f.span.start.line,
                 f.span.start.column,
                 f.check.as_str()

@@ -173,7 +173,9 @@ pub(crate) fn stale_lines(summary: &Summary) -> String {
     for e in &summary.stale_baseline_entries {
         out.push_str(&format!(
             "note: stale baseline entry: {} in {} no longer occurs ({})\n",
-            e.check, e.path, e.message
+            crate::escape::text(&e.check),
+            crate::escape::text(&e.path),
+            crate::escape::text(&e.message)
         ));
     }
     if !out.is_empty() {

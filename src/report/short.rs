@@ -19,11 +19,11 @@ pub fn render(findings: &[Finding], summary: &Summary, opts: &Options) -> String
 pub fn line(f: &Finding) -> String {
     format!(
         "{}:{}:{}: {}[{}]: {}\n",
-        f.path,
+        crate::escape::text(&f.path),
         f.span.start.line,
         f.span.start.column,
         f.severity.as_str(),
         f.check.as_str(),
-        f.message
+        crate::escape::text(&f.message)
     )
 }

@@ -79,10 +79,15 @@ pub fn render(findings: &[Finding], summary: &Summary, opts: &Options) -> String
         }
         for f in &shown {
             let row = [
-                format!("{}:{}:{}", f.path, f.span.start.line, f.span.start.column),
+                format!(
+                    "{}:{}:{}",
+                    crate::escape::text(&f.path),
+                    f.span.start.line,
+                    f.span.start.column
+                ),
                 f.severity.as_str().to_string(),
                 f.check.as_str().to_string(),
-                f.message.clone(),
+                crate::escape::text(&f.message).into_owned(),
             ];
             for (w, cell) in widths.iter_mut().zip(&row) {
                 *w = (*w).max(cell.chars().count());

@@ -109,10 +109,6 @@ pub(super) struct Chain<'ast> {
 }
 
 impl<'ast> Chain<'ast> {
-    pub fn method_names(&self) -> impl Iterator<Item = &str> {
-        self.segs.iter().filter_map(Seg::method)
-    }
-
     /// The chain has run: an `.await` or `?` of its own.
     pub fn runs(&self) -> bool {
         self.segs.iter().any(Seg::runs)

@@ -194,10 +194,11 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         }
         matched.reverse();
         let t = texts_of(self);
+        let facts = self.chain_facts(chain, top);
         let mut ids = Vec::new();
         for (anchor, api, end) in matched {
             let view = View::new(self, chain, anchor, end, t, Need::ALL);
-            let event = self.event(chain, &view, api, top, use_);
+            let event = self.event(chain, &facts, &view, api, top, use_);
             let id = self.model.events.len();
             // Matched only because the key is a parameter: a candidate
             // wrapper's inner call, never a site of its own.
@@ -312,7 +313,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         );
         ev.func = self.f;
         ev.span = span;
-        ev.chain_span = src.span_of(top.span());
+        ev.chain_span = super::syntax::expr_span(src, top);
         ev.stmt_line = self.stmt_line;
         ev.binding = binding;
         ev.guards = self.guards.clone();
@@ -365,9 +366,36 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         key_lockish || self.fn_lockish || binding.iter().any(|b| is_lock_name(self.cx.lock_name, b))
     }
 
+    /// What every event of one chain shares, computed once per chain: a
+    /// pipeline of thousands of commands has as many events, and each
+    /// would otherwise walk the whole chain again.
+    fn chain_facts(&self, chain: &Chain<'ast>, top: &'ast Expr) -> ChainFacts {
+        let mut mentions_all = mentions(chain.root_expr);
+        let mut arg_mentions = BTreeSet::new();
+        for s in &chain.segs {
+            for a in s.args() {
+                let m = mentions(a);
+                arg_mentions.extend(m.iter().cloned());
+                mentions_all.extend(m);
+            }
+        }
+        if let Root::Call { args, .. } | Root::Macro { args, .. } = &chain.root {
+            for a in args {
+                arg_mentions.extend(mentions(a));
+            }
+        }
+        ChainFacts {
+            span: super::syntax::expr_span(self.cx.src, top),
+            mentions: mentions_all,
+            arg_mentions,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
     fn event(
         &self,
         chain: &Chain<'ast>,
+        facts: &ChainFacts,
         view: &View,
         r: ApiRef,
         top: &'ast Expr,
@@ -383,7 +411,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             Anchor::Seg(i) => i < chain.inherited,
         };
         let start = if inherited_anchor {
-            src.span_of(start_span(top)).start
+            facts.span.start
         } else {
             match view.anchor {
                 Anchor::Root => src.span_of(start_span(chain.root_expr)).start,
@@ -398,13 +426,13 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 src.span_of(super::syntax::end_span(chain.segs[i].expr)).end
             }
             _ if inherited_anchor => src.span_of(super::syntax::end_span(top)).end,
-            _ => src.span_of(chain.root_expr.span()).end,
+            _ => src.span_of(super::syntax::end_span(chain.root_expr)).end,
         };
         let span = Span {
             start,
             end: end_pos,
         };
-        let chain_span = src.span_of(top.span());
+        let chain_span = facts.span;
         let key = view.key(api);
         let binding = match use_ {
             Use::Let { names, .. } | Use::Cond { names } | Use::IfLetNoElse { names } => {
@@ -423,20 +451,6 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         );
         let expiry = view.expiry(api);
         let lockish = self.lockish(view, api, &binding);
-        let mut all_mentions = mentions(chain.root_expr);
-        let mut arg_mentions = BTreeSet::new();
-        for s in &chain.segs {
-            for a in s.args() {
-                let m = mentions(a);
-                arg_mentions.extend(m.iter().cloned());
-                all_mentions.extend(m);
-            }
-        }
-        if let Root::Call { args, .. } | Root::Macro { args, .. } = &chain.root {
-            for a in args {
-                arg_mentions.extend(mentions(a));
-            }
-        }
         Event {
             id: 0,
             api: r,
@@ -448,11 +462,10 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             stmt_line: self.stmt_line,
             key,
             words: view.words.clone(),
-            chain_methods: chain.method_names().map(str::to_string).collect(),
             result,
             binding,
-            mentions: all_mentions,
-            arg_mentions,
+            mentions: facts.mentions.clone(),
+            arg_mentions: facts.arg_mentions.clone(),
             expiry,
             guards: self.guards.clone(),
             lockish,
@@ -461,4 +474,13 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             wrapper_fn_line: None,
         }
     }
+}
+
+/// See [`Walker::chain_facts`].
+struct ChainFacts {
+    /// The whole chain's span.
+    span: Span,
+    /// Every name the chain mentions, and those in its arguments.
+    mentions: BTreeSet<String>,
+    arg_mentions: BTreeSet<String>,
 }

@@ -199,11 +199,11 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
                         text.push_str(ty);
                     }
                     text.push('=');
-                    text.push_str(&keys::compact(e));
+                    text.push_str(&keys::compact_receiver(e, self.chain.root_expr));
                     return text;
                 }
             }
-            let mut text = keys::compact(e);
+            let mut text = keys::compact_receiver(e, self.chain.root_expr);
             if let Some(ty) = receiver_type(self.w, e) {
                 text.push(':');
                 text.push_str(&ty);
