@@ -74,7 +74,10 @@ install() {
         return
     fi
     echo "no release binary of lockaudit $VERSION for this runner; building it with cargo" >&2
-    cargo install --locked --quiet --version "$VERSION" --root "$TMP/lockaudit-cargo" lockaudit >&2
+    # From outside the checkout: cargo reads `.cargo/config.toml` and
+    # `rust-toolchain.toml` from the current directory up, and a pull
+    # request could set a `rustc-wrapper` there.
+    (cd "$TMP" && cargo install --locked --quiet --version "$VERSION" --root "$TMP/lockaudit-cargo" lockaudit) >&2
     echo "$TMP/lockaudit-cargo/bin/lockaudit"
 }
 
