@@ -640,11 +640,65 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
         Failure(format!("{shown}: cannot write: {e}"))
     };
     let mut tmp = builder.tempfile_in(&dir).map_err(cannot)?;
+    let pending = Pending::new(tmp.path());
     tmp.write_all(bytes)
         .and_then(|_| tmp.as_file().sync_all())
         .map_err(cannot)?;
+    write_pause();
     tmp.persist(path).map_err(|e| cannot(e.error))?;
+    drop(pending);
     Ok(())
+}
+
+/// `LOCKAUDIT_INTERNAL_WRITE_PAUSE_MS=<ms>` holds a written temporary
+/// file that long before it replaces the report: how the tests stop a run
+/// in the middle of the write.
+fn write_pause() {
+    if let Some(ms) = std::env::var("LOCKAUDIT_INTERNAL_WRITE_PAUSE_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        std::thread::sleep(std::time::Duration::from_millis(ms.min(60_000)));
+    }
+}
+
+/// Temporary files being written: a run stopped by SIGTERM, SIGINT or
+/// SIGHUP removes them before it dies, so no complete-looking
+/// `.lockaudit-XXXXXX` is left beside the report.
+static PENDING: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// One temporary file in [`PENDING`] for as long as it lives.
+struct Pending(PathBuf);
+
+impl Pending {
+    fn new(path: &Path) -> Pending {
+        static HANDLER: std::sync::Once = std::sync::Once::new();
+        HANDLER.call_once(|| {
+            use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+            let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])
+            else {
+                return;
+            };
+            std::thread::spawn(move || {
+                if let Some(sig) = signals.forever().next() {
+                    for p in lock(&PENDING).drain(..) {
+                        let _ = std::fs::remove_file(p);
+                    }
+                    // Die of the signal, as without the handler.
+                    let _ = signal_hook::low_level::emulate_default_handler(sig);
+                    std::process::exit(128 + sig);
+                }
+            });
+        });
+        lock(&PENDING).push(path.to_path_buf());
+        Pending(path.to_path_buf())
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        lock(&PENDING).retain(|p| p != &self.0);
+    }
 }
 
 /// `/dev/…` or `/proc/self/fd/…`, named as such on the command line: a

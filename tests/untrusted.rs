@@ -1094,6 +1094,49 @@ fn a_file_named_several_ways_is_audited_once() {
 }
 
 // ---------------------------------------------------------------------
+// 8b. A run stopped during the write leaves no temporary file.
+
+#[test]
+fn a_run_stopped_while_writing_leaves_no_temporary_file() {
+    let dir = repo();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lockaudit"))
+        .args([
+            "check",
+            "--format",
+            "sarif",
+            "--output",
+            "report.sarif",
+            ".",
+        ])
+        .current_dir(dir.path())
+        .env("LOCKAUDIT_INTERNAL_WRITE_PAUSE_MS", "30000")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let temporary = || {
+        fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().starts_with(".lockaudit-"))
+            .count()
+    };
+    let start = Instant::now();
+    while temporary() == 0 {
+        assert!(start.elapsed() < TIMEOUT, "no temporary file appeared");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // SAFETY: a signal to the child this test started.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let status = child.wait().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
+    assert_eq!(temporary(), 0, "the temporary file was left behind");
+    assert!(!dir.path().join("report.sarif").exists());
+}
+
+// ---------------------------------------------------------------------
 // 9. Closed streams, huge --jobs.
 
 /// Runs with stdout or stderr a pipe nobody reads (closed at once).
