@@ -90,10 +90,33 @@ pub fn normalise(e: &Expr) -> String {
     compact(strip(e))
 }
 
-/// The literal text of a key: a string literal, or the format string of a
-/// `format!` call.
+/// The text of `concat!("D", "EL")`: literals only (strings, characters,
+/// integers, booleans), as the compiler joins them.
+pub fn concat_text(m: &syn::Macro) -> Option<String> {
+    if !m.path.is_ident("concat") {
+        return None;
+    }
+    let parts = m
+        .parse_body_with(syn::punctuated::Punctuated::<syn::Lit, syn::Token![,]>::parse_terminated)
+        .ok()?;
+    let mut text = String::new();
+    for p in &parts {
+        match p {
+            syn::Lit::Str(s) => text.push_str(&s.value()),
+            syn::Lit::Char(c) => text.push(c.value()),
+            syn::Lit::Int(i) => text.push_str(i.base10_digits()),
+            syn::Lit::Bool(b) => text.push_str(if b.value { "true" } else { "false" }),
+            _ => return None,
+        }
+    }
+    Some(text)
+}
+
+/// The literal text of a key: a string literal, the format string of a
+/// `format!` call, or a `concat!` of literals.
 pub fn literal(e: &Expr) -> Option<String> {
     match strip(e) {
+        Expr::Macro(m) if m.mac.path.is_ident("concat") => concat_text(&m.mac),
         Expr::Lit(l) => match &l.lit {
             syn::Lit::Str(s) => Some(s.value()),
             syn::Lit::ByteStr(b) => Some(String::from_utf8_lossy(&b.value()).into_owned()),
@@ -123,6 +146,14 @@ mod tests {
         let a: Expr = syn::parse_str("&key.clone().as_str()").unwrap();
         let b: Expr = syn::parse_str("key.to_string()").unwrap();
         assert_eq!(normalise(&a), normalise(&b));
+    }
+
+    #[test]
+    fn concat_of_literals_is_text() {
+        let e: syn::Expr = syn::parse_str(r#"concat!("D", "EL", '-', 1, true)"#).unwrap();
+        assert_eq!(super::literal(&e).as_deref(), Some("DEL-1true"));
+        let e: syn::Expr = syn::parse_str(r#"concat!("lock:", env!("X"))"#).unwrap();
+        assert_eq!(super::literal(&e), None, "a macro inside is not a literal");
     }
 
     #[test]

@@ -74,6 +74,7 @@ pub(super) fn compile(path: &str, text: &str, builtin: bool) -> Result<Pack, Yam
         consensus_note: raw.consensus_note,
         trigger_words: raw.trigger_words,
         builder_methods: raw.builder_methods,
+        traits: raw.traits,
         help: raw.help,
         apis,
     })
@@ -93,6 +94,7 @@ fn recover(c: &mut Collector, text: &str, first: &yaml_serde::Error) {
         trigger_words: Vec::new(),
         discard_methods: Vec::new(),
         builder_methods: Vec::new(),
+        traits: Vec::new(),
         help: Default::default(),
         apis: Vec::new(),
     };

@@ -31,6 +31,8 @@ pub struct Pack {
     pub trigger_words: Vec<String>,
     /// Methods that extend a command builder in place (`builder-methods`).
     pub builder_methods: Vec<String>,
+    /// Traits whose methods may be called through their path (`traits`).
+    pub traits: Vec<String>,
     /// Help per check id, in this backend's terms.
     pub help: std::collections::BTreeMap<String, String>,
     pub apis: Vec<Api>,
@@ -203,6 +205,8 @@ pub struct PackSet {
     pub crate_names: BTreeSet<String>,
     /// Every pack's `builder-methods`.
     pub builder_methods: BTreeSet<String>,
+    /// Every pack's `traits`.
+    pub traits: BTreeSet<String>,
     /// Every pack's trigger words in one automaton, and the pack of each.
     triggers: Option<aho_corasick::AhoCorasick>,
     trigger_pack: Vec<usize>,
@@ -289,6 +293,7 @@ impl PackSet {
             set.crate_names.extend(pack.crates.iter().cloned());
             set.builder_methods
                 .extend(pack.builder_methods.iter().cloned());
+            set.traits.extend(pack.traits.iter().cloned());
             for (ai, api) in pack.apis.iter().enumerate() {
                 set.crate_names
                     .extend(api.matcher.crates.iter().flatten().cloned());

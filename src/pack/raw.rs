@@ -44,6 +44,12 @@ pub struct RawPack {
     /// extends that builder, and the command is judged where it runs.
     #[serde(default)]
     pub builder_methods: Vec<String>,
+    /// Traits (or types) whose methods code may call through their path,
+    /// `Trait::method(receiver, args)` (redis-rs `Commands::del(con, k)`):
+    /// such a call is matched as `receiver.method(args)`. Only these names:
+    /// `TxnOp::put(k, v, None)` is a constructor, not a method of `k`.
+    #[serde(default)]
+    pub traits: Vec<String>,
     /// What to write instead, per check id (`unowned-release: "…"`), in this
     /// backend's own terms: quoted in findings about this pack's APIs that
     /// have no help of their own for that check. A check without one here

@@ -62,7 +62,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
     /// and `query(&stmt)` does not run the SQL a second time. Any other
     /// value carries its text on (`let body = serde_json::from_str(TEXT)?`).
     fn let_strings(&self, e: &'ast Expr, matched_here: bool) -> SetId {
-        if matched_here && is_chain(e) && flatten(self.cx.macros, e).runs() {
+        if matched_here && is_chain(e) && flatten(self.cx.macros, self.cx.packs, e).runs() {
             return SetId::EMPTY;
         }
         self.value_strings(e)
@@ -81,7 +81,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         if !is_chain(e) {
             return None;
         }
-        let c = self.resolve_chain(flatten(self.cx.macros, e));
+        let c = self.resolve_chain(flatten(self.cx.macros, self.cx.packs, e));
         if c.runs() || !(matches!(c.root, Root::Call { .. }) || c.resolved) {
             return None;
         }
@@ -143,7 +143,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         if !is_chain(e) {
             return false;
         }
-        let c = flatten(self.cx.macros, e);
+        let c = flatten(self.cx.macros, self.cx.packs, e);
         let Some(var) = &c.var else {
             return false;
         };

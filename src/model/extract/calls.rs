@@ -37,7 +37,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
     }
 
     pub(super) fn chain(&mut self, e: &'ast Expr, use_: Use) {
-        let raw = flatten(self.cx.macros, e);
+        let raw = flatten(self.cx.macros, self.cx.packs, e);
         // The root's own arguments (a builder continued from a local was
         // walked where it was built; a function of this file that returns
         // one was walked in its body, but its arguments are walked here).

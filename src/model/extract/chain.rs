@@ -3,7 +3,10 @@
 
 use std::collections::HashMap;
 
+use syn::ext::IdentExt;
 use syn::Expr;
+
+use crate::pack::PackSet;
 
 use super::super::keys;
 use super::syntax::macro_name;
@@ -122,11 +125,57 @@ pub(super) fn is_chain(e: &Expr) -> bool {
     )
 }
 
-pub(super) fn flatten<'ast>(macros: &'ast MacroArgs, e: &'ast Expr) -> Chain<'ast> {
+/// `redis::Commands::del(&mut con, key)`: a method of a client called
+/// through the path of a trait a pack names (`traits`), where the packs
+/// know `method` as a method and not as a function.
+fn ufcs<'ast>(
+    packs: &PackSet,
+    c: &'ast syn::ExprCall,
+) -> Option<(&'ast syn::PathSegment, &'ast Expr)> {
+    let Expr::Path(p) = &*c.func else { return None };
+    let n = p.path.segments.len();
+    if n < 2 || p.qself.is_some() {
+        return None;
+    }
+    let owner = p.path.segments[n - 2].ident.unraw().to_string();
+    let last = &p.path.segments[n - 1];
+    let name = last.ident.unraw().to_string();
+    let receiver = c.args.first()?;
+    (packs.traits.contains(&owner)
+        && packs.by_function(&name).is_empty()
+        && !packs.by_method(&name).is_empty())
+    .then_some((last, receiver))
+}
+
+pub(super) fn flatten<'ast>(
+    macros: &'ast MacroArgs,
+    packs: &PackSet,
+    e: &'ast Expr,
+) -> Chain<'ast> {
     let mut segs = Vec::new();
     let mut cur = e;
     loop {
         match cur {
+            Expr::Call(c) if ufcs(packs, c).is_some() => {
+                let (last, receiver) = ufcs(packs, c).expect("checked");
+                let unit_turbofish = matches!(&last.arguments, syn::PathArguments::AngleBracketed(a)
+                    if a.args.iter().any(|a| matches!(a, syn::GenericArgument::Type(syn::Type::Tuple(tt)) if tt.elems.is_empty())));
+                segs.push(Seg {
+                    kind: SegKind::Method {
+                        name: last.ident.unraw().to_string(),
+                        args: c.args.iter().skip(1).collect(),
+                        unit_turbofish,
+                    },
+                    start: last.ident.span(),
+                    expr: cur,
+                });
+                // `&mut con` is `con`; `&mut pool.get().await?` continues
+                // the chain.
+                cur = match receiver {
+                    Expr::Reference(r) if is_chain(&r.expr) => &r.expr,
+                    other => other,
+                };
+            }
             Expr::MethodCall(m) => {
                 let unit_turbofish = m.turbofish.as_ref().is_some_and(|t| {
                     t.args.iter().any(|a| {
@@ -135,7 +184,7 @@ pub(super) fn flatten<'ast>(macros: &'ast MacroArgs, e: &'ast Expr) -> Chain<'as
                 });
                 segs.push(Seg {
                     kind: SegKind::Method {
-                        name: m.method.to_string(),
+                        name: m.method.unraw().to_string(),
                         args: m.args.iter().collect(),
                         unit_turbofish,
                     },

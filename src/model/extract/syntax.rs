@@ -146,6 +146,7 @@ pub(super) fn str_lit(e: &Expr) -> Option<String> {
             syn::Lit::ByteStr(b) => Some(String::from_utf8_lossy(&b.value()).into_owned()),
             _ => None,
         },
+        Expr::Macro(m) => keys::concat_text(&m.mac),
         _ => None,
     }
 }
@@ -231,6 +232,14 @@ pub(super) fn set_fields(e: &Expr, out: &mut BTreeSet<String>) {
         fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
             self.0.insert(m.method.to_string());
             visit::visit_expr_method_call(self, m);
+        }
+        fn visit_macro(&mut self, m: &'ast syn::Macro) {
+            // `concat!("N", "X")` is the word it spells.
+            if let Some(v) = keys::concat_text(m).filter(|v| v.len() <= 40) {
+                for w in v.split_whitespace() {
+                    self.0.insert(w.to_uppercase());
+                }
+            }
         }
         fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
         fn visit_expr_block(&mut self, _: &'ast syn::ExprBlock) {}
