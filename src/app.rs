@@ -371,9 +371,9 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
         .zip(p.file_scope.iter().copied())
         .collect();
     let mut excluded_modules = 0usize;
-    let mut results: Vec<(String, FileResult)> = Vec::new();
+    let mut results: Vec<(PathBuf, usize, String, FileResult)> = Vec::new();
     while !queue.is_empty() {
-        let round: Vec<(String, FileResult, Vec<PathBuf>)> = {
+        let round: Vec<(PathBuf, usize, String, FileResult, Vec<PathBuf>)> = {
             let list = &scopes.list;
             let prefilters: Vec<Option<Prefilter>> = list
                 .iter()
@@ -401,8 +401,13 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
                     resolver: Some(resolver),
                 })
                 .collect();
-            let audit_one =
-                |(path, scope): &(PathBuf, usize)| -> (String, FileResult, Vec<PathBuf>) {
+            let audit_one = |(path, scope): &(PathBuf, usize)| -> (
+                PathBuf,
+                usize,
+                String,
+                FileResult,
+                Vec<PathBuf>,
+            ) {
                     let shown = walk::display_path(path, &p.cwd);
                     let engine = &engines[*scope];
                     let mut mods = Vec::new();
@@ -438,13 +443,13 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
                         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Skip::Removed),
                         Err(e) => Err(Skip::Unreadable(e.to_string())),
                     };
-                    (shown, r, mods)
+                    (path.clone(), *scope, shown, r, mods)
                 };
             pool.install(|| queue.par_iter().map(audit_one).collect())
         };
         let mut next = Vec::new();
-        for (shown, r, mods) in round {
-            results.push((shown, r));
+        for (path, scope, shown, r, mods) in round {
+            results.push((path, scope, shown, r));
             for m in mods {
                 let Ok(real) = std::fs::canonicalize(&m) else {
                     continue;
@@ -464,6 +469,7 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
         next.sort();
         queue = next;
     }
+    follow_wrappers(p, &pool, &scopes, &mut results, inventory);
     drop(scopes);
     if excluded_modules > 0 {
         crate::escape::eprintln(&format!(
@@ -483,7 +489,7 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
         audited: Vec::new(),
     };
     let mut generated_files = Vec::new();
-    for (shown, r) in results {
+    for (_, _, shown, r) in results {
         match r {
             Ok((out, text)) => {
                 audit.files += 1;
@@ -527,6 +533,66 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
 
 /// A file's bytes, or its size when it is larger than `limit` (then it is
 /// not read: memory stays bounded whatever the tree holds).
+/// Wrappers across the files of each crate ([`crate::cross`]): the files
+/// that call another file's wrapper, and the files that define them, are
+/// audited again.
+fn follow_wrappers(
+    p: &Prepared,
+    pool: &rayon::ThreadPool,
+    scopes: &Scopes,
+    results: &mut [(PathBuf, usize, String, FileResult)],
+    inventory: bool,
+) {
+    let list = &scopes.list;
+    let resolvers: Vec<CrateResolver> = list
+        .iter()
+        .map(|s| {
+            CrateResolver::new(&s.packs, &s.settings.lock_name, p.cwd.clone())
+                .with_limits(s.excludes.clone(), s.settings.max_file_size)
+        })
+        .collect();
+    let engines: Vec<Engine> = list
+        .iter()
+        .zip(&resolvers)
+        .map(|(s, resolver)| Engine {
+            packs: &s.packs,
+            settings: &s.settings,
+            prefilter: None,
+            only: None,
+            resolver: Some(resolver),
+        })
+        .collect();
+    // The files audited with an outcome; the others stay as they are.
+    let mut slots = Vec::new();
+    let mut files = Vec::new();
+    for (i, (path, scope, shown, r)) in results.iter_mut().enumerate() {
+        if let Ok((out, _)) = r {
+            slots.push(i);
+            files.push(crate::cross::Audited {
+                path: path.clone(),
+                scope: *scope,
+                shown: shown.clone(),
+                outcome: std::mem::take(out),
+            });
+        }
+    }
+    let engine = |scope: usize| &engines[scope];
+    let read = |path: &Path, scope: usize| -> Option<Vec<u8>> {
+        read_capped(path, list[scope].settings.max_file_size)
+            .ok()
+            .and_then(Result::ok)
+    };
+    crate::cross::follow_wrappers(&mut files, &p.cwd, pool, inventory, &engine, &read);
+    for (slot, f) in slots.into_iter().zip(files) {
+        if let Ok((out, text)) = &mut results[slot].3 {
+            *out = f.outcome;
+            if text.is_none() && !out.findings.is_empty() {
+                *text = read(&f.path, f.scope).map(|b| String::from_utf8_lossy(&b).into_owned());
+            }
+        }
+    }
+}
+
 fn read_capped(path: &Path, limit: u64) -> std::io::Result<Result<Vec<u8>, u64>> {
     use std::io::Read;
     let file = std::fs::File::open(path)?;

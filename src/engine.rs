@@ -25,6 +25,14 @@ pub struct Engine<'a> {
     pub resolver: Option<&'a dyn crate::model::resolve::FnResolver>,
 }
 
+/// What the other files of a file's crate tell its extraction.
+pub struct Cross<'a> {
+    /// Their wrappers, by name.
+    pub imported: &'a std::collections::HashMap<String, crate::model::Wrapper>,
+    /// This file's wrappers that they call.
+    pub called_elsewhere: &'a std::collections::HashSet<String>,
+}
+
 /// One file's outcome.
 #[derive(Debug, Default)]
 pub struct FileOutcome {
@@ -35,6 +43,10 @@ pub struct FileOutcome {
     pub internal_error: bool,
     /// Inventory rows, when asked for.
     pub locks: Vec<crate::inventory::LockRow>,
+    /// The file's wrappers, for the other files of its crate.
+    pub wrappers: Vec<(String, crate::model::Wrapper)>,
+    /// The wrappers it calls, by name.
+    pub wrappers_called: Vec<String>,
 }
 
 impl Engine<'_> {
@@ -48,8 +60,19 @@ impl Engine<'_> {
     /// Audits one file given its bytes. Never panics: a panic inside is
     /// caught and reported as a finding.
     pub fn check_bytes(&self, path: &str, bytes: &[u8], inventory: bool) -> FileOutcome {
+        self.check_bytes_with(path, bytes, inventory, None)
+    }
+
+    /// [`Engine::check_bytes`], knowing the wrappers of the file's crate.
+    pub fn check_bytes_with(
+        &self,
+        path: &str,
+        bytes: &[u8],
+        inventory: bool,
+        cross: Option<&Cross>,
+    ) -> FileOutcome {
         let result = catch_unwind(AssertUnwindSafe(|| {
-            self.check_inner(path, bytes, inventory)
+            self.check_inner(path, bytes, inventory, cross)
         }));
         // Free the thread-local span map: it grows with every parsed file.
         proc_macro2::extra::invalidate_current_thread_spans();
@@ -77,13 +100,19 @@ impl Engine<'_> {
                     findings: vec![f],
                     parsed: true,
                     internal_error: true,
-                    locks: Vec::new(),
+                    ..FileOutcome::default()
                 }
             }
         }
     }
 
-    fn check_inner(&self, path: &str, bytes: &[u8], inventory: bool) -> FileOutcome {
+    fn check_inner(
+        &self,
+        path: &str,
+        bytes: &[u8],
+        inventory: bool,
+        cross: Option<&Cross>,
+    ) -> FileOutcome {
         if forced_panic(path) {
             panic!("forced by LOCKAUDIT_INTERNAL_PANIC_ON");
         }
@@ -146,8 +175,10 @@ impl Engine<'_> {
             &src,
             self.packs,
             &Options {
-                lock_name: &self.settings.lock_name,
                 own_crate: own_crate.as_deref(),
+                imported: cross.map(|c| c.imported),
+                called_elsewhere: cross.map(|c| c.called_elsewhere),
+                ..Options::new(&self.settings.lock_name)
             },
         );
         if let Some(line) = model.too_deep {
@@ -201,6 +232,8 @@ impl Engine<'_> {
         };
         let mut out = self.finish(&src, findings, Some(&directives));
         out.locks = locks;
+        out.wrappers = model.wrappers.clone();
+        out.wrappers_called = model.wrappers_called.clone();
         out
     }
 
@@ -273,8 +306,7 @@ impl Engine<'_> {
         FileOutcome {
             findings,
             parsed: true,
-            internal_error: false,
-            locks: Vec::new(),
+            ..FileOutcome::default()
         }
     }
 }

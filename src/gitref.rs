@@ -262,23 +262,56 @@ pub fn fingerprints_at(
         .collect();
     // The same workers as the run: large stacks for the parser.
     let pool = crate::parse::pool(p.jobs)?;
-    let sets: Vec<Vec<String>> = pool.install(|| {
+    let outcomes: Vec<crate::engine::FileOutcome> = pool.install(|| {
         blobs
             .par_iter()
             .zip(contents.par_iter())
             .zip(blob_scope.par_iter())
-            .map(|(((path, _), bytes), &scope)| {
-                engines[scope]
-                    .check_bytes(path, bytes, false)
-                    .findings
-                    .into_iter()
-                    .filter(|f| f.suppressed.is_none())
-                    .map(|f| f.fingerprint)
-                    .collect()
-            })
+            .map(|(((path, _), bytes), &scope)| engines[scope].check_bytes(path, bytes, false))
             .collect()
     });
-    Ok(sets.into_iter().flatten().collect())
+    // Wrappers across the files of each crate, as in the run: a call site
+    // reported now was reported at the base too.
+    let mut files: Vec<crate::cross::Audited> = blobs
+        .iter()
+        .zip(&blob_scope)
+        .zip(outcomes)
+        .map(|(((rel, _), &scope), outcome)| crate::cross::Audited {
+            path: PathBuf::from(rel),
+            scope,
+            shown: rel.clone(),
+            outcome,
+        })
+        .collect();
+    let resolverless: Vec<Engine> = scopes
+        .list
+        .iter()
+        .map(|s| Engine {
+            packs: &s.packs,
+            settings: &s.settings,
+            prefilter: None,
+            only: None,
+            resolver: None,
+        })
+        .collect();
+    let by_path: HashMap<&str, &Vec<u8>> = blobs
+        .iter()
+        .map(|(rel, _)| rel.as_str())
+        .zip(&contents)
+        .collect();
+    let engine = |scope: usize| &resolverless[scope];
+    let read = |path: &Path, _scope: usize| -> Option<Vec<u8>> {
+        path.to_str()
+            .and_then(|p| by_path.get(p))
+            .map(|b| b.to_vec())
+    };
+    crate::cross::follow_wrappers(&mut files, cwd, &pool, false, &engine, &read);
+    Ok(files
+        .into_iter()
+        .flat_map(|f| f.outcome.findings)
+        .filter(|f| f.suppressed.is_none())
+        .map(|f| f.fingerprint)
+        .collect())
 }
 
 fn cat_blobs(blobs: &[(String, String)], cwd: &Path) -> Result<Vec<Vec<u8>>, Failure> {

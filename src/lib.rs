@@ -9,6 +9,7 @@ pub mod checks;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod cross;
 pub mod diag;
 pub mod directives;
 pub mod engine;

@@ -636,8 +636,10 @@ fn suppressed_findings_stay_in_json_and_sarif() {
         .iter()
         .filter(|f| f["suppressed"] == true)
         .map(|f| {
+            // Paths are relative to the repository root: keep `src/…`.
+            let path = f["path"].as_str().unwrap();
             (
-                f["path"].as_str().unwrap().to_string(),
+                path[path.rfind("src/").unwrap()..].to_string(),
                 f["line"].as_u64().unwrap(),
                 f["check"].as_str().unwrap().to_string(),
             )
@@ -1131,8 +1133,10 @@ fn by_line(report: &Value) -> Vec<(String, u64, String, Option<Value>)> {
         .unwrap()
         .iter()
         .map(|f| {
+            // Paths are relative to the repository root: keep `src/…`.
+            let path = f["path"].as_str().unwrap();
             (
-                f["path"].as_str().unwrap().to_string(),
+                path[path.rfind("src/").unwrap()..].to_string(),
                 f["line"].as_u64().unwrap(),
                 f["check"].as_str().unwrap().to_string(),
                 f.get("fix").cloned(),
@@ -1922,4 +1926,43 @@ fn a_lock_crates_own_source_is_evidence_for_it() {
         &["check", "--format", "short", "--no-prefilter", "."],
     );
     assert_eq!(unfiltered.stdout, run.stdout);
+}
+
+/// Covers #13: wrappers defined in one file of a crate and called in
+/// another. Every line marked `//~ check-id` in the project is reported,
+/// and nothing else: not the wrappers' inner calls, not a method of
+/// another type with the same name, not a same-named function of another
+/// file.
+#[test]
+fn wrappers_in_other_files_of_the_crate_are_lock_sites() {
+    let dir = project("wrapped");
+    let r = lockaudit(&dir, &["check", "--format", "json", "."]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let json: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let mut found: Vec<(String, u64, String)> = json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            // Paths are relative to the repository root: keep `src/…`.
+            let path = f["path"].as_str().unwrap();
+            (
+                path[path.rfind("src/").unwrap()..].to_string(),
+                f["line"].as_u64().unwrap(),
+                f["check"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    found.sort();
+    let mut expected = Vec::new();
+    for file in ["src/jobs.rs", "src/locks.rs", "src/other.rs", "src/lib.rs"] {
+        let text = std::fs::read_to_string(dir.join(file)).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            if let Some((_, id)) = line.split_once("//~ ") {
+                expected.push((file.to_string(), i as u64 + 1, id.trim().to_string()));
+            }
+        }
+    }
+    expected.sort();
+    assert_eq!(found, expected);
 }

@@ -410,10 +410,7 @@ fn every_builtin_api_is_covered_by_a_fixture() {
             continue;
         };
         let src = lockaudit::source::SourceFile::new(rel(&path), text.clone());
-        let opts = Options {
-            lock_name: &settings.lock_name,
-            own_crate: None,
-        };
+        let opts = Options::new(&settings.lock_name);
         for e in extract(&file, &src, &packs, &opts).events {
             covered.insert(e.api);
         }

@@ -171,9 +171,33 @@ pub struct FnModel {
 pub struct FileModel {
     pub fns: Vec<FnModel>,
     pub events: Vec<Event>,
+    /// The file's wrappers: functions that take, release or renew a lock
+    /// and hand the outcome back, by name (another file of the crate may
+    /// call them).
+    pub wrappers: Vec<(String, Wrapper)>,
+    /// Names of wrappers this file calls (its own and other files').
+    pub wrappers_called: Vec<String>,
     /// The line of a statement whose expressions nest deeper than the
     /// extractor walks: the model is incomplete.
     pub too_deep: Option<usize>,
+}
+
+/// A function that takes, releases or renews a lock and hands the outcome
+/// back (the success flag, the guard, the reply): each of its calls is a
+/// lock site with the inner call's API, expiry and owner check.
+#[derive(Clone, Debug)]
+pub struct Wrapper {
+    /// The inner call's event, as the wrapper's body made it.
+    pub inner: Event,
+    /// The parameter the inner call's key comes from.
+    pub key_param: Option<usize>,
+    pub fn_line: usize,
+    /// Whether the wrapper is a method (called as `x.name(..)`).
+    pub method: bool,
+    /// A method's type (`impl Locker { fn acquire(..) }`: `Locker`).
+    pub owner: Option<String>,
+    /// Defined in another file of the crate.
+    pub imported: bool,
 }
 
 impl FileModel {

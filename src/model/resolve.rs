@@ -152,10 +152,7 @@ impl<'a> CrateResolver<'a> {
                 &file,
                 &src,
                 self.packs,
-                &Options {
-                    lock_name: self.lock_name,
-                    own_crate: None,
-                },
+                &Options::new(self.lock_name),
             ))
         });
         self.models

@@ -49,6 +49,20 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         strings.union(&parts)
     }
 
+    /// The declared type of a receiver: a local's or parameter's (`self`
+    /// is its impl's type), or a struct field's.
+    fn declared_type(&self, receiver: &Expr) -> Option<String> {
+        match keys::strip(receiver) {
+            Expr::Path(p) => p
+                .path
+                .get_ident()
+                .and_then(|id| self.locals.get(&id.to_string()))
+                .and_then(|b| b.ty.clone()),
+            Expr::Field(f) => self.field_type(f),
+            _ => None,
+        }
+    }
+
     /// Is the method at segment `i` one of a type this file defines (the
     /// receiver's type is known and has that method)? Then it is that
     /// type's method, not a lock client's with the same name.
@@ -65,16 +79,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                     .is_some_and(|h| self.cx.methods.contains(&(h.to_string(), name.to_string())));
             }
         }
-        let ty = match keys::strip(receiver) {
-            Expr::Path(p) => p
-                .path
-                .get_ident()
-                .and_then(|id| self.locals.get(&id.to_string()))
-                .and_then(|b| b.ty.clone()),
-            Expr::Field(f) => self.field_type(f),
-            _ => None,
-        };
-        ty.is_some_and(|t| {
+        self.declared_type(receiver).is_some_and(|t| {
             let head = super::syntax::type_head(&t).to_string();
             self.cx.methods.contains(&(head, name.to_string()))
         })
@@ -226,8 +231,16 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 let n = path.segments.len();
                 let plain = n == 1 || (n == 2 && path.segments[0].ident == "Self");
                 let name = path.segments[n - 1].ident.to_string();
+                // Another file's function is also reached through its
+                // module path: `crate::locks::acquire(..)`, `locks::acquire(..)`.
+                let module_path = n >= 2
+                    && path.segments.iter().take(n - 1).all(|s| {
+                        let id = s.ident.to_string();
+                        matches!(id.as_str(), "crate" | "self" | "super")
+                            || id.starts_with(|c: char| c.is_ascii_lowercase())
+                    });
                 match self.wrappers.get(&name) {
-                    Some(w) if plain && !w.method => Some((
+                    Some(w) if !w.method && (plain || (w.imported && module_path)) => Some((
                         name,
                         Anchor::Root,
                         args.clone(),
@@ -252,7 +265,15 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 };
                 let on_self =
                     matches!(keys::strip(receiver), Expr::Path(p) if p.path.is_ident("self"));
-                (w.method && on_self).then(|| {
+                // Another file's method: only on a receiver of its type.
+                let typed = || {
+                    w.owner.as_deref().is_some_and(|o| {
+                        self.declared_type(receiver)
+                            .is_some_and(|t| super::syntax::type_head(&t) == o)
+                    })
+                };
+                let reached = if w.imported { typed() } else { on_self };
+                (w.method && reached).then(|| {
                     (
                         name.to_string(),
                         Anchor::Seg(i),

@@ -37,7 +37,7 @@ use crate::source::SourceFile;
 use context::Cx;
 use index::{FnItem, Index};
 use locals::{Builder, LocalTable};
-use walk::{KnownStrings, Walker, Wrapper};
+use walk::{KnownStrings, Walker};
 
 pub use syntax::{mentions, pat_names};
 pub use walk::MAX_EXPR_DEPTH;
@@ -48,6 +48,23 @@ pub struct Options<'a> {
     /// lock crate's own source never imports itself, so the crate is
     /// evidence there.
     pub own_crate: Option<&'a str>,
+    /// Wrappers defined in other files of the crate, by name; a function
+    /// of this file with the same name wins.
+    pub imported: Option<&'a HashMap<String, Wrapper>>,
+    /// This file's wrappers that other files of the crate call: their
+    /// inner calls are reported at those calls, not again here.
+    pub called_elsewhere: Option<&'a HashSet<String>>,
+}
+
+impl<'a> Options<'a> {
+    pub fn new(lock_name: &'a Regex) -> Self {
+        Options {
+            lock_name,
+            own_crate: None,
+            imported: None,
+            called_elsewhere: None,
+        }
+    }
 }
 
 pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Options) -> FileModel {
@@ -80,10 +97,39 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
     // run in another), when the file could hold a text shape at all.
     let mut builders = HashMap::new();
     let mut known = KnownStrings::default();
-    let mut wrappers: HashMap<String, Wrapper> = HashMap::new();
+    // Another file's wrapper is followed unless this file defines the same
+    // function (a free function of that name, or that method of that type).
+    let free_fns: HashSet<&str> = index
+        .fns
+        .iter()
+        .filter(|f| f.self_ty.is_none())
+        .map(|f| f.name.as_str())
+        .collect();
+    let imported: HashMap<String, Wrapper> = opts
+        .imported
+        .map(|m| {
+            m.iter()
+                .filter(|(n, w)| match &w.owner {
+                    Some(o) if w.method => !cx.methods.contains(&(o.clone(), (*n).clone())),
+                    _ => !free_fns.contains(n.as_str()),
+                })
+                .map(|(n, w)| (n.clone(), w.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let empty = HashSet::new();
+    let called_elsewhere = opts.called_elsewhere.unwrap_or(&empty);
+    let mut wrappers: HashMap<String, Wrapper> = imported.clone();
     let mut pass = 0;
     loop {
-        let (model, returned, learned, found) = run(&cx, &index.fns, &builders, &known, &wrappers);
+        let (mut model, returned, learned, found) = run(
+            &cx,
+            &index.fns,
+            &builders,
+            &known,
+            &wrappers,
+            called_elsewhere,
+        );
         pass += 1;
         let new_builders =
             builders.is_empty() && !returned.is_empty() && calls_any(&model, &returned);
@@ -95,13 +141,17 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
             .keys()
             .any(|n| !wrappers.contains_key(n) && calls_name(&model, n));
         if pass == 3 || !(new_builders || new_strings || new_wrappers) {
+            let mut own: Vec<(String, Wrapper)> = found.into_iter().collect();
+            own.sort_by(|a, b| a.0.cmp(&b.0));
+            model.wrappers = own;
             return model;
         }
         if new_builders {
             builders = returned;
         }
         known = learned;
-        wrappers = found;
+        wrappers = imported.clone();
+        wrappers.extend(found);
     }
 }
 
@@ -134,6 +184,7 @@ fn run<'ast>(
     returned: &HashMap<String, Builder<'ast>>,
     known: &KnownStrings,
     wrappers: &HashMap<String, Wrapper>,
+    called_elsewhere: &HashSet<String>,
 ) -> Walked<'ast> {
     let mut model = FileModel::default();
     let mut learned = KnownStrings::default();
@@ -201,10 +252,15 @@ fn run<'ast>(
             }
         }
     }
-    // A wrapper called in this file is reported where it is called; its
-    // own inner call is not reported again.
-    for name in &called {
-        let Some(w) = wrappers.get(name) else {
+    // A wrapper called in this file (or, per `called_elsewhere`, in
+    // another file of the crate) is reported where it is called; its own
+    // inner call is not reported again.
+    for name in called.iter().chain(called_elsewhere) {
+        let Some(w) = wrappers
+            .get(name)
+            .filter(|w| !w.imported)
+            .or_else(|| found.get(name).and_then(Option::as_ref))
+        else {
             continue;
         };
         for f in model.fns.iter().filter(|f| &f.name == name) {
@@ -217,6 +273,8 @@ fn run<'ast>(
     }
     outer_duplicates(&model, &mut dead);
     remove_dead(&mut model, &dead);
+    model.wrappers_called = called.iter().cloned().collect();
+    model.wrappers_called.sort();
     for f in &mut model.fns {
         f.events.sort_by_key(|&i| model.events[i].span.start.offset);
     }
@@ -249,6 +307,11 @@ fn passed_on(w: &Walker, item: &FnItem) -> Option<Wrapper> {
         key_param,
         fn_line: item.first_line,
         method: item.self_ty.is_some(),
+        owner: item
+            .self_ty
+            .as_deref()
+            .map(|t| syntax::type_head(t).to_string()),
+        imported: false,
     })
 }
 

@@ -96,20 +96,6 @@ impl NameStrings for Walker<'_, '_, '_> {
     }
 }
 
-/// A function of the file that takes, releases or renews a lock and hands
-/// the outcome back (the success flag, guard or reply): its calls in the
-/// file are lock sites with the inner call's properties.
-#[derive(Clone)]
-pub(super) struct Wrapper {
-    /// The inner call's event, as the wrapper's body made it.
-    pub inner: Event,
-    /// The parameter the inner call's key comes from.
-    pub key_param: Option<usize>,
-    pub fn_line: usize,
-    /// Whether the wrapper is a method (called as `x.name(..)`).
-    pub method: bool,
-}
-
 /// An unexecuted builder a function hands back, and the events its body
 /// made of it (its callers judge the command where they run it).
 pub(super) struct Returned<'ast> {
