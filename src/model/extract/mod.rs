@@ -286,7 +286,8 @@ fn run<'ast>(
 }
 
 /// The lock call whose outcome a function hands back, if any: a take,
-/// release, delete or renewal that is (part of) its returned value, or whose bound
+/// release, delete, renewal or read (the owner a `get_key` helper returns,
+/// compared by its caller) that is (part of) its returned value, or whose bound
 /// result it returns (`let won = con.set_nx(..)?; Ok(won)`).
 fn passed_on(w: &Walker, item: &FnItem) -> Option<Wrapper> {
     use crate::pack::Role;
@@ -294,7 +295,12 @@ fn passed_on(w: &Walker, item: &FnItem) -> Option<Wrapper> {
     let e = f.events.iter().map(|&i| &w.model.events[i]).find(|e| {
         matches!(
             e.role,
-            Role::Acquire | Role::TryAcquire | Role::Release | Role::Delete | Role::Renew
+            Role::Acquire
+                | Role::TryAcquire
+                | Role::Release
+                | Role::Delete
+                | Role::Renew
+                | Role::Read
         ) && (w.returned_events.contains(&e.id)
             || e.binding.iter().any(|b| w.returned_mentions.contains(b)))
     })?;
