@@ -63,12 +63,36 @@ impl Roots {
     }
 }
 
+/// The module a file is: its stem, its directory's name for `mod.rs`, and
+/// `crate` for `lib.rs` and `main.rs` (called as `crate::name(..)`).
+fn module_of(path: &Path) -> Option<String> {
+    let stem = path.file_stem()?.to_str()?;
+    let name = match stem {
+        "lib" | "main" => "crate",
+        "mod" => path.parent()?.file_name()?.to_str()?,
+        _ => stem,
+    };
+    Some(name.replace('-', "_"))
+}
+
+/// Whether `word` occurs in `text` as a whole identifier.
+fn has_word(text: &str, word: &str) -> bool {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    text.match_indices(word).any(|(at, _)| {
+        !text[..at].chars().next_back().is_some_and(ident)
+            && !text[at + word.len()..].chars().next().is_some_and(ident)
+    })
+}
+
 /// Whether `text` calls `name`: the name as a whole word followed by `(`
-/// (after optional spaces and a turbofish).
-fn calls(text: &str, name: &str) -> bool {
+/// (after optional spaces and a turbofish), after a `.` for a method and
+/// not after one for a function.
+fn calls(text: &str, name: &str, method: bool) -> bool {
     let ident = |c: char| c.is_alphanumeric() || c == '_';
     text.match_indices(name).any(|(at, _)| {
-        let before_ok = !text[..at].chars().next_back().is_some_and(ident);
+        let before = text[..at].trim_end().chars().next_back();
+        let before_ok =
+            !text[..at].chars().next_back().is_some_and(ident) && (before == Some('.')) == method;
         let rest = text[at + name.len()..].trim_start();
         let rest = match rest.strip_prefix("::<") {
             Some(r) => r.find('>').map_or("", |i| r[i + 1..].trim_start()),
@@ -116,6 +140,7 @@ pub fn follow_wrappers<'e>(
         if list.len() == 1 {
             let (i, mut w) = list.pop().expect("one");
             w.imported = true;
+            w.module = module_of(&files[i].path);
             by_crate.entry(root).or_default().insert(name, (i, w));
         }
     }
@@ -139,9 +164,17 @@ pub fn follow_wrappers<'e>(
                 let imported = imported_for(i)?;
                 let bytes = read(&files[i].path, files[i].scope)?;
                 let text = String::from_utf8_lossy(&bytes);
+                // A method is followed only on a receiver of its type, so
+                // the file must name that type; a function is reached by a
+                // `use` of its module or a path through it, so the file
+                // must name that module.
+                let named = |w: &Wrapper| {
+                    let word = if w.method { &w.owner } else { &w.module };
+                    word.as_deref().is_some_and(|o| has_word(&text, o))
+                };
                 imported
-                    .keys()
-                    .any(|n| calls(&text, n))
+                    .iter()
+                    .any(|(n, w)| calls(&text, n, w.method) && named(w))
                     .then_some((i, imported, bytes))
             })
             .collect()
@@ -215,11 +248,58 @@ mod tests {
 
     #[test]
     fn a_call_is_the_whole_name_then_a_parenthesis() {
-        assert!(calls("let ok = acquire_lock(&key).await;", "acquire_lock"));
-        assert!(calls("locks::acquire_lock (&key)", "acquire_lock"));
-        assert!(calls("self.locker.acquire_lock::<u8>(k)", "acquire_lock"));
-        assert!(!calls("try_acquire_lock(&key)", "acquire_lock"));
-        assert!(!calls("acquire_locks(&key)", "acquire_lock"));
-        assert!(!calls("use crate::locks::acquire_lock;", "acquire_lock"));
+        assert!(calls(
+            "let ok = acquire_lock(&key).await;",
+            "acquire_lock",
+            false
+        ));
+        assert!(calls("locks::acquire_lock (&key)", "acquire_lock", false));
+        assert!(calls(
+            "self.locker.acquire_lock::<u8>(k)",
+            "acquire_lock",
+            true
+        ));
+        assert!(calls(
+            "self.locker\n    .acquire_lock(k)",
+            "acquire_lock",
+            true
+        ));
+        assert!(!calls("self.locker.acquire_lock(k)", "acquire_lock", false));
+        assert!(!calls("acquire_lock(k)", "acquire_lock", true));
+        assert!(!calls("try_acquire_lock(&key)", "acquire_lock", false));
+        assert!(!calls("acquire_locks(&key)", "acquire_lock", false));
+        assert!(!calls(
+            "use crate::locks::acquire_lock;",
+            "acquire_lock",
+            false
+        ));
+    }
+
+    #[test]
+    fn modules_are_named_as_paths_name_them() {
+        use std::path::Path;
+        assert_eq!(
+            super::module_of(Path::new("src/locks.rs")).as_deref(),
+            Some("locks")
+        );
+        assert_eq!(
+            super::module_of(Path::new("src/locks/mod.rs")).as_deref(),
+            Some("locks")
+        );
+        assert_eq!(
+            super::module_of(Path::new("src/lib.rs")).as_deref(),
+            Some("crate")
+        );
+        assert_eq!(
+            super::module_of(Path::new("src/job-queue.rs")).as_deref(),
+            Some("job_queue")
+        );
+    }
+
+    #[test]
+    fn a_word_is_a_whole_identifier() {
+        assert!(super::has_word("fn f(l: &mut Locker)", "Locker"));
+        assert!(!super::has_word("fn f(l: &mut LockerPool)", "Locker"));
+        assert!(!super::has_word("fn f(l: &mut MyLocker)", "Locker"));
     }
 }

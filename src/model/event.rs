@@ -198,6 +198,9 @@ pub struct Wrapper {
     pub owner: Option<String>,
     /// Defined in another file of the crate.
     pub imported: bool,
+    /// The module of that file (`locks` for `src/locks.rs` or
+    /// `src/locks/mod.rs`): a call through a path names it.
+    pub module: Option<String>,
 }
 
 impl FileModel {

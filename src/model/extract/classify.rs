@@ -233,14 +233,15 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 let name = path.segments[n - 1].ident.to_string();
                 // Another file's function is also reached through its
                 // module path: `crate::locks::acquire(..)`, `locks::acquire(..)`.
-                let module_path = n >= 2
-                    && path.segments.iter().take(n - 1).all(|s| {
-                        let id = s.ident.to_string();
-                        matches!(id.as_str(), "crate" | "self" | "super")
-                            || id.starts_with(|c: char| c.is_ascii_lowercase())
-                    });
+                // The module right before the name must be the wrapper's.
+                let module_path = |w: &crate::model::Wrapper| {
+                    n >= 2
+                        && w.module
+                            .as_deref()
+                            .is_some_and(|m| path.segments[n - 2].ident == m)
+                };
                 match self.wrappers.get(&name) {
-                    Some(w) if !w.method && (plain || (w.imported && module_path)) => Some((
+                    Some(w) if !w.method && (plain || (w.imported && module_path(w))) => Some((
                         name,
                         Anchor::Root,
                         args.clone(),

@@ -318,6 +318,7 @@ fn passed_on(w: &Walker, item: &FnItem) -> Option<Wrapper> {
             .as_deref()
             .map(|t| syntax::type_head(t).to_string()),
         imported: false,
+        module: None,
     })
 }
 
