@@ -9,7 +9,9 @@
 //! ([`result_use`]) and what encloses the call. A command built across
 //! statements (`let mut c = cmd("SET"); c.arg(k).arg("NX"); c.query(..)`)
 //! or returned unexecuted by a function of the file is one command, judged
-//! where it runs. The file index ([`index`]) and the per-file context
+//! where it runs; a call of a function that passes a lock call's outcome
+//! on is a site of its own ([`wrappers`]). The file index ([`index`]) and
+//! the per-file context
 //! ([`context`]) are built before any body is walked and only read after.
 
 mod bind;
@@ -24,6 +26,7 @@ mod result_use;
 mod syntax;
 mod view;
 mod walk;
+mod wrappers;
 
 use std::collections::{HashMap, HashSet};
 

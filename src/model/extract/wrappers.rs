@@ -1,0 +1,158 @@
+//! Calls of wrappers: functions of this file, or of another file of the
+//! crate, that take, release or renew a lock and hand the outcome back
+//! ([`crate::model::Wrapper`]). Such a call is a lock site with the inner
+//! call's API, expiry and owner check.
+
+use syn::spanned::Spanned;
+use syn::Expr;
+
+use super::super::event::*;
+use super::super::keys;
+use super::super::lockname::is_lock_name;
+use super::chain::{Anchor, Chain, Root};
+use super::result_use::{result_use, Use};
+use super::syntax::{mentions, start_span};
+use super::walk::Walker;
+use crate::pack::Role;
+
+impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
+    /// A call of a function of this file that passes a lock call's outcome
+    /// on: a lock site here, with the inner call's API, expiry and owner
+    /// check, the key from the argument the wrapper takes it from, and
+    /// this call's own use of the result.
+    pub(super) fn wrapper_call(
+        &mut self,
+        chain: &Chain<'ast>,
+        top: &'ast Expr,
+        use_: &Use,
+    ) -> Vec<usize> {
+        if self.wrappers.is_empty() || chain.resolved {
+            return Vec::new();
+        }
+        let src = self.cx.src;
+        let found = match &chain.root {
+            Root::Call { path, args } => {
+                let n = path.segments.len();
+                let plain = n == 1 || (n == 2 && path.segments[0].ident == "Self");
+                let name = path.segments[n - 1].ident.to_string();
+                // Another file's function is also reached through its
+                // module path: `crate::locks::acquire(..)`, `locks::acquire(..)`.
+                // The module right before the name must be the wrapper's.
+                let module_path = |w: &crate::model::Wrapper| {
+                    n >= 2
+                        && w.module
+                            .as_deref()
+                            .is_some_and(|m| path.segments[n - 2].ident == m)
+                };
+                match self.wrappers.get(&name) {
+                    Some(w) if !w.method && (plain || (w.imported && module_path(w))) => Some((
+                        name,
+                        Anchor::Root,
+                        args.clone(),
+                        crate::source::Span {
+                            start: src.span_of(start_span(chain.root_expr)).start,
+                            end: src.span_of(super::syntax::end_span(chain.root_expr)).end,
+                        },
+                    )),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        let found = found.or_else(|| {
+            chain.segs.iter().enumerate().find_map(|(i, s)| {
+                let name = s.method()?;
+                let w = self.wrappers.get(name)?;
+                let receiver = if i == 0 {
+                    chain.root_expr
+                } else {
+                    chain.segs[i - 1].expr
+                };
+                let on_self =
+                    matches!(keys::strip(receiver), Expr::Path(p) if p.path.is_ident("self"));
+                // Another file's method: only on a receiver of its type.
+                let typed = || {
+                    w.owner.as_deref().is_some_and(|o| {
+                        self.declared_type(receiver)
+                            .is_some_and(|t| super::syntax::type_head(&t) == o)
+                    })
+                };
+                let reached = if w.imported { typed() } else { on_self };
+                (w.method && reached).then(|| {
+                    (
+                        name.to_string(),
+                        Anchor::Seg(i),
+                        s.args().to_vec(),
+                        crate::source::Span {
+                            start: src.span_of(s.start).start,
+                            end: src.span_of(super::syntax::end_span(s.expr)).end,
+                        },
+                    )
+                })
+            })
+        });
+        let Some((name, anchor, args, span)) = found else {
+            return Vec::new();
+        };
+        let w = self.wrappers[&name].clone();
+        let packs = self.cx.packs;
+        let api = packs.api(w.inner.api);
+        let mut ev = w.inner;
+        if let Some(i) = w.key_param {
+            let i = if w.method { i.checked_sub(1) } else { Some(i) };
+            if let Some(a) = i.and_then(|i| args.get(i)) {
+                let kspan = src.span_of(a.span());
+                let norm = keys::normalise(a);
+                ev.key = Some(Key {
+                    text: src.snippet(&kspan).to_string(),
+                    span: kspan,
+                    literal: keys::literal(a).or_else(|| {
+                        self.locals
+                            .get(&norm)
+                            .and_then(|b| b.init)
+                            .and_then(keys::literal)
+                    }),
+                    norm,
+                });
+            }
+        }
+        let binding = match use_ {
+            Use::Let { names, .. } | Use::Cond { names } | Use::IfLetNoElse { names } => {
+                names.clone()
+            }
+            _ => Vec::new(),
+        };
+        let key_lockish = ev.key.as_ref().is_some_and(|k| {
+            is_lock_name(self.cx.lock_name, &k.norm)
+                || k.literal
+                    .as_ref()
+                    .is_some_and(|l| is_lock_name(self.cx.lock_name, l))
+        });
+        ev.lockish = ev.lockish || key_lockish || self.fn_lockish;
+        ev.result = result_use(
+            chain,
+            anchor,
+            use_,
+            api.result,
+            &api.discard_methods,
+            matches!(api.role, Role::Acquire | Role::TryAcquire),
+        );
+        ev.func = self.f;
+        ev.span = span;
+        ev.chain_span = super::syntax::expr_span(src, top);
+        ev.stmt_line = self.stmt_line;
+        ev.binding = binding;
+        ev.guards = self.guards.clone();
+        ev.arg_mentions = args.iter().flat_map(|a| mentions(a)).collect();
+        ev.mentions = ev.arg_mentions.clone();
+        ev.mentions.extend(mentions(chain.root_expr));
+        ev.receiver = keys::compact(chain.root_expr);
+        ev.wrapper_fn_line = Some(w.fn_line);
+        let id = self.model.events.len();
+        ev.id = id;
+        self.model.events.push(ev);
+        self.model.fns[self.f].events.push(id);
+        self.wrappers_called.insert(name);
+        vec![id]
+    }
+}
