@@ -136,9 +136,8 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
         pass += 1;
         let new_builders =
             builders.is_empty() && !returned.is_empty() && calls_any(&model, &returned);
-        let new_strings = !cx.text_only.is_empty()
-            && !learned.is_empty()
-            && (learned.returned != known.returned || learned.fields != known.fields);
+        let new_strings =
+            !cx.text_only.is_empty() && !learned.is_empty() && learns_text(&cx, &learned, &known);
         // Wrappers of this file that are called in it and not known yet.
         let new_wrappers = found
             .keys()
@@ -156,6 +155,28 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
         wrappers = imported.clone();
         wrappers.extend(found);
     }
+}
+
+/// Whether a walk learned strings that a text shape of this file could be
+/// about: some function now returns, or some field now holds, a set of
+/// strings it did not before, and that set has a trigger word of one of
+/// the file's text shapes (`pg_advisory`, `redis.call`). Other strings
+/// (table names, messages) cannot make a lock statement, so they are not
+/// worth another walk of the file.
+fn learns_text(cx: &Cx, learned: &KnownStrings, known: &KnownStrings) -> bool {
+    let changed = |now: &HashMap<String, locals::SetId>,
+                   before: &HashMap<String, locals::SetId>| {
+        now.iter()
+            .filter(|(k, v)| before.get(*k) != Some(*v))
+            .map(|(_, v)| *v)
+            .collect::<Vec<_>>()
+    };
+    let mut sets = changed(&learned.returned, &known.returned);
+    sets.extend(changed(&learned.fields, &known.fields));
+    sets.into_iter().any(|set| {
+        let hit = cx.packs.triggered(&cx.strings.joined(set));
+        cx.text_only.iter().any(|r| hit[r.pack])
+    })
 }
 
 fn calls_name(model: &FileModel, name: &str) -> bool {
