@@ -327,14 +327,21 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             _ => Vec::new(),
         };
         let acquire = matches!(api.role, Role::Acquire | Role::TryAcquire);
-        let result = result_use(
-            chain,
-            view.anchor,
-            use_,
-            api.result,
-            &api.discard_methods,
-            acquire,
-        );
+        // Only a take's and a renewal's outcome is judged; the others need
+        // no scan of the chain after them (each command of a long pipeline
+        // would read the rest of it).
+        let result = if acquire || api.role == Role::Renew {
+            result_use(
+                chain,
+                view.anchor,
+                use_,
+                api.result,
+                &api.discard_methods,
+                acquire,
+            )
+        } else {
+            ResultUse::Inspected
+        };
         let expiry = view.expiry(api);
         let lockish = self.lockish(view, api, &binding);
         Event {
