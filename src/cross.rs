@@ -75,31 +75,46 @@ fn module_of(path: &Path) -> Option<String> {
     Some(name.replace('-', "_"))
 }
 
-/// Whether `word` occurs in `text` as a whole identifier.
-fn has_word(text: &str, word: &str) -> bool {
-    let ident = |c: char| c.is_alphanumeric() || c == '_';
-    text.match_indices(word).any(|(at, _)| {
-        !text[..at].chars().next_back().is_some_and(ident)
-            && !text[at + word.len()..].chars().next().is_some_and(ident)
-    })
+/// What one pass over a file's text finds: every identifier, and those
+/// that are called (followed by `(`, after spaces and a turbofish), each
+/// with whether a `.` comes before it (a method call). Linear in the text,
+/// whatever the number of wrappers: a hostile crate with thousands of
+/// them and thousands of files costs one scan per file.
+#[derive(Default)]
+struct Scan<'t> {
+    words: HashSet<&'t str>,
+    calls: HashSet<(&'t str, bool)>,
 }
 
-/// Whether `text` calls `name`: the name as a whole word followed by `(`
-/// (after optional spaces and a turbofish), after a `.` for a method and
-/// not after one for a function.
-fn calls(text: &str, name: &str, method: bool) -> bool {
+fn scan(text: &str) -> Scan<'_> {
     let ident = |c: char| c.is_alphanumeric() || c == '_';
-    text.match_indices(name).any(|(at, _)| {
-        let before = text[..at].trim_end().chars().next_back();
-        let before_ok =
-            !text[..at].chars().next_back().is_some_and(ident) && (before == Some('.')) == method;
-        let rest = text[at + name.len()..].trim_start();
-        let rest = match rest.strip_prefix("::<") {
+    let mut out = Scan::default();
+    let mut rest = text;
+    let mut offset = 0;
+    while let Some(start) = rest.find(|c: char| ident(c)) {
+        let from = offset + start;
+        let len = text[from..]
+            .find(|c: char| !ident(c))
+            .unwrap_or(text.len() - from);
+        let word = &text[from..from + len];
+        offset = from + len;
+        rest = &text[offset..];
+        // A number is not a name.
+        if word.starts_with(|c: char| c.is_ascii_digit()) {
+            continue;
+        }
+        out.words.insert(word);
+        let after = rest.trim_start();
+        let after = match after.strip_prefix("::<") {
             Some(r) => r.find('>').map_or("", |i| r[i + 1..].trim_start()),
-            None => rest,
+            None => after,
         };
-        before_ok && rest.starts_with('(')
-    })
+        if after.starts_with('(') {
+            let dotted = text[..from].trim_end().ends_with('.');
+            out.calls.insert((word, dotted));
+        }
+    }
+    out
 }
 
 /// Runs the two passes over `files`, replacing the outcomes of the files
@@ -147,57 +162,50 @@ pub fn follow_wrappers<'e>(
     if by_crate.is_empty() {
         return;
     }
-    // Pass 1: the callers.
-    let imported_for = |i: usize| -> Option<HashMap<String, Wrapper>> {
-        let crate_wrappers = by_crate.get(crate_of[i].as_ref()?)?;
-        let m: HashMap<String, Wrapper> = crate_wrappers
-            .iter()
-            .filter(|(_, (def, _))| *def != i)
-            .map(|(n, (_, w))| (n.clone(), w.clone()))
-            .collect();
-        (!m.is_empty()).then_some(m)
-    };
-    let callers: Vec<(usize, HashMap<String, Wrapper>, Vec<u8>)> = pool.install(|| {
+    // Pass 1: the callers, each audited knowing the wrappers it calls (and
+    // no others: what a file is given is bounded by what it says).
+    let none = HashSet::new();
+    let redone: Vec<(usize, HashMap<String, Wrapper>, FileOutcome)> = pool.install(|| {
         (0..files.len())
             .into_par_iter()
             .filter_map(|i| {
-                let imported = imported_for(i)?;
-                let bytes = read(&files[i].path, files[i].scope)?;
+                let crate_wrappers = by_crate.get(crate_of[i].as_ref()?)?;
+                let f = &files[i];
+                let bytes = read(&f.path, f.scope)?;
                 let text = String::from_utf8_lossy(&bytes);
+                let found = scan(&text);
                 // A method is followed only on a receiver of its type, so
                 // the file must name that type; a function is reached by a
                 // `use` of its module or a path through it, so the file
                 // must name that module.
-                let named = |w: &Wrapper| {
-                    let word = if w.method { &w.owner } else { &w.module };
-                    word.as_deref().is_some_and(|o| has_word(&text, o))
-                };
-                imported
+                let imported: HashMap<String, Wrapper> = found
+                    .calls
                     .iter()
-                    .any(|(n, w)| calls(&text, n, w.method) && named(w))
-                    .then_some((i, imported, bytes))
-            })
-            .collect()
-    });
-    let none = HashSet::new();
-    let redone: Vec<(usize, FileOutcome)> = pool.install(|| {
-        callers
-            .par_iter()
-            .map(|(i, imported, bytes)| {
-                let f = &files[*i];
+                    .filter_map(|&(name, dotted)| {
+                        let (def, w) = crate_wrappers.get(name)?;
+                        let word = if w.method { &w.owner } else { &w.module };
+                        (*def != i
+                            && w.method == dotted
+                            && word.as_deref().is_some_and(|o| found.words.contains(o)))
+                        .then(|| (name.to_string(), w.clone()))
+                    })
+                    .collect();
+                if imported.is_empty() {
+                    return None;
+                }
                 let cross = Cross {
-                    imported,
+                    imported: &imported,
                     called_elsewhere: &none,
                 };
                 let out =
-                    engine(f.scope).check_bytes_with(&f.shown, bytes, inventory, Some(&cross));
-                (*i, out)
+                    engine(f.scope).check_bytes_with(&f.shown, &bytes, inventory, Some(&cross));
+                Some((i, imported, out))
             })
             .collect()
     });
     // Which wrappers the callers used, per defining file.
     let mut called: HashMap<usize, HashSet<String>> = HashMap::new();
-    for (i, out) in &redone {
+    for (i, _, out) in &redone {
         let Some(crate_wrappers) = crate_of[*i].as_ref().and_then(|r| by_crate.get(r)) else {
             continue;
         };
@@ -209,12 +217,10 @@ pub fn follow_wrappers<'e>(
             }
         }
     }
-    let imported: HashMap<usize, HashMap<String, Wrapper>> = callers
-        .into_iter()
-        .map(|(i, imported, _)| (i, imported))
-        .collect();
-    for (i, out) in redone {
+    let mut imported: HashMap<usize, HashMap<String, Wrapper>> = HashMap::new();
+    for (i, from_others, out) in redone {
         files[i].outcome = out;
+        imported.insert(i, from_others);
     }
     // Pass 2: the defining files, without their wrappers' inner calls.
     let mut defining: Vec<(usize, HashSet<String>)> = called.into_iter().collect();
@@ -244,35 +250,22 @@ pub fn follow_wrappers<'e>(
 
 #[cfg(test)]
 mod tests {
-    use super::calls;
+    use super::scan;
 
     #[test]
-    fn a_call_is_the_whole_name_then_a_parenthesis() {
-        assert!(calls(
-            "let ok = acquire_lock(&key).await;",
-            "acquire_lock",
-            false
-        ));
-        assert!(calls("locks::acquire_lock (&key)", "acquire_lock", false));
-        assert!(calls(
-            "self.locker.acquire_lock::<u8>(k)",
-            "acquire_lock",
-            true
-        ));
-        assert!(calls(
-            "self.locker\n    .acquire_lock(k)",
-            "acquire_lock",
-            true
-        ));
-        assert!(!calls("self.locker.acquire_lock(k)", "acquire_lock", false));
-        assert!(!calls("acquire_lock(k)", "acquire_lock", true));
-        assert!(!calls("try_acquire_lock(&key)", "acquire_lock", false));
-        assert!(!calls("acquire_locks(&key)", "acquire_lock", false));
-        assert!(!calls(
-            "use crate::locks::acquire_lock;",
-            "acquire_lock",
-            false
-        ));
+    fn a_call_is_a_whole_name_then_a_parenthesis() {
+        let s = scan("let ok = acquire_lock(&key).await; locks::release (&key);");
+        assert!(s.calls.contains(&("acquire_lock", false)));
+        assert!(s.calls.contains(&("release", false)));
+        assert!(s.words.contains("locks"));
+        let s = scan("self.locker\n    .take::<u8>(k); try_take(k); take_all(k); 9take(1)");
+        assert!(s.calls.contains(&("take", true)));
+        assert!(!s.calls.contains(&("take", false)));
+        assert!(s.calls.contains(&("try_take", false)));
+        assert!(!s.words.contains("9take"));
+        let s = scan("use crate::locks::acquire_lock;");
+        assert!(s.calls.is_empty());
+        assert!(s.words.contains("acquire_lock"));
     }
 
     #[test]
@@ -294,12 +287,5 @@ mod tests {
             super::module_of(Path::new("src/job-queue.rs")).as_deref(),
             Some("job_queue")
         );
-    }
-
-    #[test]
-    fn a_word_is_a_whole_identifier() {
-        assert!(super::has_word("fn f(l: &mut Locker)", "Locker"));
-        assert!(!super::has_word("fn f(l: &mut LockerPool)", "Locker"));
-        assert!(!super::has_word("fn f(l: &mut MyLocker)", "Locker"));
     }
 }

@@ -1391,3 +1391,56 @@ fn held_many_files_and_very_deep_directories() {
         "{r:?}"
     );
 }
+
+/// Covers #13 under attack: a crate with thousands of lock helpers and a
+/// thousand files that each call five. Each caller is given the helpers it
+/// calls, not the whole set (5,000 helpers copied into 1,000 files would
+/// not fit the cap), and finding the calls is one scan per file.
+#[test]
+fn thousands_of_wrappers_and_callers_stay_linear() {
+    let dir = repo();
+    let d = dir.path();
+    fs::write(
+        d.join("Cargo.toml"),
+        "[package]\nname = \"many\"\nversion = \"0.1.0\"\n",
+    )
+    .unwrap();
+    fs::create_dir(d.join("src")).unwrap();
+    let mut helpers = String::new();
+    for i in 0..5_000 {
+        helpers.push_str(&format!(
+            "pub fn take{i}(con: &mut redis::Connection, key: &str) -> redis::RedisResult<bool> {{\n    \
+             let won: bool = redis::cmd(\"SET\").arg(key).arg(\"me\").arg(\"NX\").arg(\"PX\").arg(30000).query(con)?;\n    Ok(won)\n}}\n"
+        ));
+    }
+    fs::write(d.join("src/locks.rs"), helpers).unwrap();
+    let mut lib = String::from("mod locks;\n");
+    for i in 0..1_000 {
+        lib.push_str(&format!("mod job{i};\n"));
+        fs::write(
+            d.join(format!("src/job{i}.rs")),
+            format!(
+                "use crate::locks;\n\npub fn run(con: &mut redis::Connection) {{\n{}}}\n",
+                (5 * i..5 * i + 5)
+                    .map(|k| format!("    let _ = locks::take{k}(con, \"lock:job{k}\");\n"))
+                    .collect::<String>()
+            ),
+        )
+        .unwrap();
+    }
+    fs::write(d.join("src/lib.rs"), lib).unwrap();
+    let r = run(d, &["check", "--format", "short", "."]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    for check in ["missing-purpose", "ignored-acquire-result"] {
+        let at_calls = r
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with("src/job") && l.contains(&format!("[{check}]")))
+            .count();
+        assert_eq!(at_calls, 5_000, "{check}");
+    }
+    assert!(
+        !r.stdout.contains("src/locks.rs"),
+        "inner calls reported again"
+    );
+}
