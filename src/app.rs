@@ -382,25 +382,8 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
                         .then(|| Prefilter::new(&s.packs, &s.settings.lock_name))
                 })
                 .collect();
-            let resolvers: Vec<CrateResolver> = list
-                .iter()
-                .map(|s| {
-                    CrateResolver::new(&s.packs, &s.settings.lock_name, p.cwd.clone())
-                        .with_limits(s.excludes.clone(), s.settings.max_file_size)
-                })
-                .collect();
-            let engines: Vec<Engine> = list
-                .iter()
-                .zip(&prefilters)
-                .zip(&resolvers)
-                .map(|((s, pre), resolver)| Engine {
-                    packs: &s.packs,
-                    settings: &s.settings,
-                    prefilter: pre.as_ref(),
-                    only: None,
-                    resolver: Some(resolver),
-                })
-                .collect();
+            let resolvers = resolvers(p, list);
+            let engines = engines(list, &prefilters, &resolvers);
             let audit_one = |(path, scope): &(PathBuf, usize)| -> (
                 PathBuf,
                 usize,
@@ -531,8 +514,35 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
     Ok(audit)
 }
 
-/// A file's bytes, or its size when it is larger than `limit` (then it is
-/// not read: memory stays bounded whatever the tree holds).
+/// Per scope: the resolver the fencing check follows calls with.
+fn resolvers<'s>(p: &Prepared, list: &'s [crate::scope::Scope]) -> Vec<CrateResolver<'s>> {
+    list.iter()
+        .map(|s| {
+            CrateResolver::new(&s.packs, &s.settings.lock_name, p.cwd.clone())
+                .with_limits(s.excludes.clone(), s.settings.max_file_size)
+        })
+        .collect()
+}
+
+/// Per scope: the engine, with its pre-filter and resolver.
+fn engines<'s>(
+    list: &'s [crate::scope::Scope],
+    prefilters: &'s [Option<Prefilter>],
+    resolvers: &'s [CrateResolver<'s>],
+) -> Vec<Engine<'s>> {
+    list.iter()
+        .zip(prefilters)
+        .zip(resolvers)
+        .map(|((s, pre), resolver)| Engine {
+            packs: &s.packs,
+            settings: &s.settings,
+            prefilter: pre.as_ref(),
+            only: None,
+            resolver: Some(resolver),
+        })
+        .collect()
+}
+
 /// Wrappers across the files of each crate ([`crate::cross`]): the files
 /// that call another file's wrapper, and the files that define them, are
 /// audited again.
@@ -544,24 +554,10 @@ fn follow_wrappers(
     inventory: bool,
 ) {
     let list = &scopes.list;
-    let resolvers: Vec<CrateResolver> = list
-        .iter()
-        .map(|s| {
-            CrateResolver::new(&s.packs, &s.settings.lock_name, p.cwd.clone())
-                .with_limits(s.excludes.clone(), s.settings.max_file_size)
-        })
-        .collect();
-    let engines: Vec<Engine> = list
-        .iter()
-        .zip(&resolvers)
-        .map(|(s, resolver)| Engine {
-            packs: &s.packs,
-            settings: &s.settings,
-            prefilter: None,
-            only: None,
-            resolver: Some(resolver),
-        })
-        .collect();
+    let resolvers = resolvers(p, list);
+    // No pre-filter: a caller of a wrapper need not mention any lock API.
+    let no_prefilter: Vec<Option<Prefilter>> = list.iter().map(|_| None).collect();
+    let engines = engines(list, &no_prefilter, &resolvers);
     // The files audited with an outcome; the others stay as they are.
     let mut slots = Vec::new();
     let mut files = Vec::new();
@@ -593,6 +589,8 @@ fn follow_wrappers(
     }
 }
 
+/// A file's bytes, or its size when it is larger than `limit` (then it is
+/// not read: memory stays bounded whatever the tree holds).
 fn read_capped(path: &Path, limit: u64) -> std::io::Result<Result<Vec<u8>, u64>> {
     use std::io::Read;
     let file = std::fs::File::open(path)?;

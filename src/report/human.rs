@@ -309,17 +309,12 @@ pub fn render_one(f: &Finding, text: &str, opts: &Options) -> String {
     ));
     let path = crate::escape::text(&f.path).into_owned();
     let label = f.label.as_deref().map(crate::escape::text);
-    let label_texts: Vec<String> = f
+    // Each related place with its message, escaped.
+    let related: Vec<(&Label, String)> = f
         .labels
         .iter()
-        .map(|l| crate::escape::text(&l.message).into_owned())
+        .map(|l| (l, crate::escape::text(&l.message).into_owned()))
         .collect();
-    let label_text = |l: &Label| -> &str {
-        f.labels
-            .iter()
-            .position(|x| std::ptr::eq(x, l))
-            .map_or("", |i| label_texts[i].as_str())
-    };
     let lines: Vec<&str> = text.lines().collect();
     let mut shown = vec![f.span.start.line, f.span.end.line];
     shown.extend(f.labels.iter().map(|l| l.span.start.line));
@@ -344,26 +339,26 @@ pub fn render_one(f: &Finding, text: &str, opts: &Options) -> String {
     } else {
         // The finding's own place first, with any related label on the
         // same line; then every other related place in its own snippet.
-        let (same, other): (Vec<&Label>, Vec<&Label>) = f.labels.iter().partition(|l| {
-            f.span.end.line <= f.span.start.line
-                && l.span.start.line == f.span.start.line
-                && l.span.end.line <= l.span.start.line
-        });
+        let (same, mut other): (Vec<&(&Label, String)>, Vec<_>) =
+            related.iter().partition(|(l, _)| {
+                f.span.end.line <= f.span.start.line
+                    && l.span.start.line == f.span.start.line
+                    && l.span.end.line <= l.span.start.line
+            });
         let mut marks = vec![Mark {
             span: f.span,
             text: label.as_deref(),
             primary: true,
         }];
-        marks.extend(same.iter().map(|l| Mark {
+        marks.extend(same.iter().map(|(l, text)| Mark {
             span: l.span,
-            text: Some(label_text(l)),
+            text: Some(text.as_str()),
             primary: false,
         }));
         out.push_str(&format!("{}\n", s.bar()));
         out.push_str(&s.block(&marks));
-        let mut other = other;
-        other.sort_by_key(|l| (l.span.start.line, l.span.start.column));
-        for l in other {
+        other.sort_by_key(|(l, _)| (l.span.start.line, l.span.start.column));
+        for (l, text) in other {
             out.push_str(&format!("{}\n", s.bar()));
             out.push_str(&format!(
                 "{pad}{} {path}:{}:{}\n",
@@ -374,7 +369,7 @@ pub fn render_one(f: &Finding, text: &str, opts: &Options) -> String {
             out.push_str(&format!("{}\n", s.bar()));
             out.push_str(&s.block(&[Mark {
                 span: l.span,
-                text: Some(label_text(l)),
+                text: Some(text.as_str()),
                 primary: false,
             }]));
         }

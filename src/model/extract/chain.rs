@@ -156,8 +156,7 @@ pub(super) fn flatten<'ast>(
     let mut cur = e;
     loop {
         match cur {
-            Expr::Call(c) if ufcs(packs, c).is_some() => {
-                let (last, receiver) = ufcs(packs, c).expect("checked");
+            Expr::Call(c) if let Some((last, receiver)) = ufcs(packs, c) => {
                 let unit_turbofish = matches!(&last.arguments, syn::PathArguments::AngleBracketed(a)
                     if a.args.iter().any(|a| matches!(a, syn::GenericArgument::Type(syn::Type::Tuple(tt)) if tt.elems.is_empty())));
                 segs.push(Seg {

@@ -204,7 +204,7 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
                 }
             }
             let mut text = keys::compact_receiver(e, self.chain.root_expr);
-            if let Some(ty) = receiver_type(self.w, e) {
+            if let Some(ty) = self.w.declared_type(e) {
                 text.push(':');
                 text.push_str(&ty);
             }
@@ -434,19 +434,6 @@ fn local_of<'w, 'ast>(
             .path
             .get_ident()
             .and_then(|i| w.locals.get(&i.to_string())),
-        _ => None,
-    }
-}
-
-/// The type of a receiver expression: a local or parameter with a declared
-/// type, `self`, or a field of a struct the file defines.
-fn receiver_type(w: &Walker, e: &Expr) -> Option<String> {
-    match keys::strip(e) {
-        Expr::Path(p) => {
-            let name = p.path.get_ident()?.to_string();
-            w.locals.get(&name).and_then(|b| b.ty.clone())
-        }
-        Expr::Field(f) => w.field_type(f),
         _ => None,
     }
 }
