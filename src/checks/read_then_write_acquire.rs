@@ -34,10 +34,13 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
                 continue;
             };
             // Cache-aside GET-then-SET on a key that is not a lock stays silent.
-            if !(write.lockish || read.lockish) {
+            let api = ctx.api(write);
+            // A shape that is also data access (GET, SET) counts only on a
+            // key that names a lock; a write only lock records take (a
+            // Kubernetes Lease) is one whatever it is called.
+            if api.needs_lock_name && !(write.lockish || read.lockish) {
                 continue;
             }
-            let api = ctx.api(write);
             let finding = ctx
                 .finding(
                     CheckId::ReadThenWriteAcquire,

@@ -36,6 +36,18 @@ fn owner_read<'a>(ctx: &CheckCtx<'a>, e: &Event) -> Option<&'a Event> {
     })
 }
 
+/// Whether the release deletes a key that an earlier call in the same
+/// function returned as this holder's own (the path of its sequential
+/// node): no other holder can have it, so the delete is owner-specific.
+fn owned_key(ctx: &CheckCtx, e: &Event) -> bool {
+    let Some(key) = &e.key else { return false };
+    ctx.model.fn_events(e.func).any(|a| {
+        a.span.start.offset < e.span.start.offset
+            && ctx.api(a).returns_owned_key
+            && a.binding.contains(&key.norm)
+    })
+}
+
 fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
     for e in &ctx.model.events {
         if !matches!(e.role, Role::Release | Role::Delete) {
@@ -47,6 +59,9 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
         }
         // A plain DEL is only a release when it deletes a lock.
         if e.role == Role::Delete && !e.lockish && ctx.acquisition_for(e).is_none() {
+            continue;
+        }
+        if owned_key(ctx, e) {
             continue;
         }
         let lock = subject(ctx, e);

@@ -29,7 +29,10 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
         if api.owner_checked != Some(false) {
             continue;
         }
-        if !e.lockish && ctx.acquisition_for(e).is_none() {
+        // A shape that also extends data (PEXPIRE on any key) counts on a
+        // lock's key or beside its acquisition; a Lease renewal is one
+        // wherever it is.
+        if api.needs_lock_name && !e.lockish && ctx.acquisition_for(e).is_none() {
             continue;
         }
         // `SETNX` then `EXPIRE` in one function is a missing expiry, which

@@ -1,6 +1,7 @@
 //! `RawPack` → [`Pack`]: validation. Every problem in a pack is collected and
 //! reported together, each at its own line and column.
 
+use super::field_name;
 use super::raw::{RawApi, RawExpiry, RawHelp, RawKey, RawMatch, RawPack};
 use super::{Api, Evidence, Expiry, ExpirySource, KeySpec, Matcher, Pack, Pattern, Role, Token};
 use crate::diag::{Collector, YamlErrors};
@@ -207,6 +208,7 @@ fn compile_api(
         consensus: raw.consensus.unwrap_or(pack.consensus),
         scope: raw.scope,
         released_on_drop: raw.released_on_drop,
+        returns_owned_key: raw.returns_owned_key,
         flaw: raw.flaw.clone(),
         help,
         help_by_check,
@@ -346,8 +348,9 @@ fn compile_match(c: &mut Collector, at: &[Seg], m: &RawMatch, builtin: bool) -> 
         text,
         no_text,
         receiver,
-        fields: m.fields.clone(),
-        no_fields: m.no_fields.clone(),
+        fields: m.fields.iter().map(|f| field_name(f)).collect(),
+        no_fields: m.no_fields.iter().map(|f| field_name(f)).collect(),
+        cleared_fields: m.cleared_fields.iter().map(|f| field_name(f)).collect(),
         needs_crate: m.evidence.unwrap_or(Evidence::Crate) == Evidence::Crate,
         crates: (!m.crates.is_empty()).then(|| m.crates.clone()),
     })

@@ -58,6 +58,8 @@ pub struct Api {
     pub consensus: bool,
     pub scope: Option<Scope>,
     pub released_on_drop: bool,
+    /// The call returns a key only this holder has (`returns-owned-key`).
+    pub returns_owned_key: bool,
     pub flaw: Option<String>,
     /// Help for every check about this API.
     pub help: Option<String>,
@@ -83,8 +85,10 @@ pub struct Matcher {
     pub text: Vec<Pattern>,
     pub no_text: Vec<Pattern>,
     pub receiver: Option<Pattern>,
+    /// Field names, compared by [`field_name`].
     pub fields: Vec<String>,
     pub no_fields: Vec<String>,
+    pub cleared_fields: Vec<String>,
     pub needs_crate: bool,
     /// This API's own evidence crates; `None`: the pack's `crates`.
     pub crates: Option<Vec<String>>,
@@ -126,6 +130,16 @@ pub struct Token {
     pub kind: TokenKind,
     pub accessors: Vec<String>,
     pub note: Option<String>,
+}
+
+/// A field's name as fields are compared: lower case, without `_`, so
+/// that a Rust field `holder_identity` and a JSON key `holderIdentity` are
+/// the same field. A JSON Patch `test` of a path keeps its `test:` prefix.
+pub fn field_name(name: &str) -> String {
+    name.chars()
+        .filter(|c| *c != '_')
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
 }
 
 /// Identifies an API: (pack index, api index) in a [`PackSet`].

@@ -116,6 +116,11 @@ pub struct RawApi {
     /// owner-checked even when no explicit release call is visible.
     #[serde(default)]
     pub released_on_drop: bool,
+    /// The call returns a key no other holder can have (the path of an
+    /// ephemeral-sequential node): a release of the key bound to its result
+    /// deletes only this holder's lock, so it is owner-specific.
+    #[serde(default)]
+    pub returns_owned_key: bool,
     /// A known flaw of this library, quoted in findings about it.
     #[serde(default)]
     pub flaw: Option<String>,
@@ -226,6 +231,11 @@ pub struct RawMatch {
     /// Fields that the call's arguments must not set (same rules as `fields`).
     #[serde(default)]
     pub no_fields: Vec<String>,
+    /// Fields that the call's arguments must all set to nothing: `None`,
+    /// `""`, JSON `null` in a `json!` object, or a JSON Patch `remove` of
+    /// that path (`holderIdentity` cleared by a Lease step-down).
+    #[serde(default)]
+    pub cleared_fields: Vec<String>,
     /// What else must show the file is about this backend.
     #[serde(default)]
     pub evidence: Option<Evidence>,

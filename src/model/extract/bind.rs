@@ -6,10 +6,14 @@ use syn::{Expr, Pat};
 
 use super::super::keys;
 use super::chain::{flatten, is_chain, Chain, Root, SegKind};
+use super::fields::{clears, place_root};
 use super::locals::{strings_of, Binding, Builder, SetId};
 use super::result_use::Use;
 use super::syntax::*;
 use super::walk::Walker;
+
+/// Most field assignments remembered per local.
+const MAX_ASSIGNED: usize = 64;
 
 impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
     /// Binds the names of `pat`. A name that is the whole pattern gets the
@@ -178,6 +182,13 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         if let Expr::Field(f) = keys::strip(left) {
             if let syn::Member::Named(n) = &f.member {
                 self.learn_field(&n.to_string(), right);
+                // `lease.spec.holder_identity = None;`: what the local's
+                // value now says, for the call it is passed to.
+                if let Some(b) = place_root(&f.base).and_then(|r| self.locals.get_mut(&r)) {
+                    if b.assigned.len() < MAX_ASSIGNED {
+                        b.assigned.push((n.to_string(), clears(right)));
+                    }
+                }
             }
             return;
         }

@@ -167,6 +167,9 @@ pub(super) struct Binding<'ast> {
     /// Events classified at the binding's own statement: a fuller view of
     /// the same builder (where it runs) replaces them.
     pub builder_events: Vec<usize>,
+    /// Fields assigned through the binding after it was declared
+    /// (`lease.spec.holder_identity = None;`), in order.
+    pub assigned: Vec<(String, bool)>,
     words: OnceCell<Rc<BTreeSet<String>>>,
 }
 
@@ -179,6 +182,7 @@ impl<'ast> Binding<'ast> {
             builder: None,
             ty: None,
             builder_events: Vec::new(),
+            assigned: Vec::new(),
             words: OnceCell::new(),
         }
     }

@@ -19,6 +19,7 @@ mod calls;
 mod chain;
 mod classify;
 mod context;
+mod fields;
 mod index;
 mod locals;
 mod macros;

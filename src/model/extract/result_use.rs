@@ -30,6 +30,9 @@ pub(super) enum Use {
     Cond { names: Vec<String> },
     /// `if let Ok(..) = expr` or `if let Some(..) = expr` without an `else`.
     IfLetNoElse { names: Vec<String> },
+    /// `if let Err(..) = expr { .. }` whose block only logs: the code
+    /// carries on after a failure.
+    ErrOnlyLogged,
     /// Anything else: an argument, a return value, an operand.
     Value,
 }
@@ -163,6 +166,11 @@ pub(super) fn result_use(
         if dropped.is_some() || positive {
             return ResultUse::Swallowed { how };
         }
+    }
+    if matches!(use_, Use::ErrOnlyLogged) {
+        return ResultUse::Swallowed {
+            how: "`if let Err(..)` only logs the failure and carries on".to_string(),
+        };
     }
     if matches!(use_, Use::IfLetNoElse { .. }) {
         return ResultUse::IfLetNoElse;

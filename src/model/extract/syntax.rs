@@ -213,42 +213,8 @@ pub(super) fn struct_field<'e>(e: &'e Expr, field: &str) -> Option<&'e Expr> {
     }
 }
 
-/// Fields an argument sets: struct-literal fields whose value is not `None`
-/// (`CreateOrUpdateKeyRequest { acquire: &sid, .. }`) and builder methods
-/// called inside it (`SetKeyRequest::builder().acquire(sid)`).
-pub(super) fn set_fields(e: &Expr, out: &mut BTreeSet<String>) {
-    struct V<'o>(&'o mut BTreeSet<String>);
-    impl<'ast> Visit<'ast> for V<'_> {
-        fn visit_expr_struct(&mut self, s: &'ast syn::ExprStruct) {
-            for f in &s.fields {
-                if let syn::Member::Named(n) = &f.member {
-                    if !is_none(&f.expr) {
-                        self.0.insert(n.to_string());
-                    }
-                }
-            }
-            visit::visit_expr_struct(self, s);
-        }
-        fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
-            self.0.insert(m.method.to_string());
-            visit::visit_expr_method_call(self, m);
-        }
-        fn visit_macro(&mut self, m: &'ast syn::Macro) {
-            // `concat!("N", "X")` is the word it spells.
-            if let Some(v) = keys::concat_text(m).filter(|v| v.len() <= 40) {
-                for w in v.split_whitespace() {
-                    self.0.insert(w.to_uppercase());
-                }
-            }
-        }
-        fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
-        fn visit_expr_block(&mut self, _: &'ast syn::ExprBlock) {}
-        fn visit_expr_async(&mut self, _: &'ast syn::ExprAsync) {}
-    }
-    V(out).visit_expr(e);
-}
-
-/// Upper-cased string literals and last segments of multi-segment paths.
+/// Upper-cased string literals, small integer literals and last segments
+/// of multi-segment paths.
 pub(super) fn collect_words(e: &Expr, out: &mut BTreeSet<String>) {
     struct V<'o>(&'o mut BTreeSet<String>);
     impl<'ast> Visit<'ast> for V<'_> {
@@ -258,6 +224,14 @@ pub(super) fn collect_words(e: &Expr, out: &mut BTreeSet<String>) {
                 for w in v.split_whitespace() {
                     self.0.insert(w.to_uppercase());
                 }
+            }
+        }
+        // Small integers are words too: the `0` of
+        // `Compare::version(key, CompareOp::Equal, 0)`.
+        fn visit_lit_int(&mut self, l: &'ast syn::LitInt) {
+            let digits = l.base10_digits();
+            if digits.len() <= 6 {
+                self.0.insert(digits.to_string());
             }
         }
         fn visit_path(&mut self, p: &'ast syn::Path) {
@@ -401,6 +375,26 @@ pub(super) fn pat_is_ok_some(p: &Pat) -> bool {
             .is_some_and(|s| s.ident == "Ok" || s.ident == "Some"),
         _ => false,
     }
+}
+
+/// `Err(..)`.
+pub(super) fn pat_is_err(p: &Pat) -> bool {
+    matches!(p, Pat::TupleStruct(ts) if ts.path.segments.last().is_some_and(|s| s.ident == "Err"))
+}
+
+/// A block that does nothing but log (`{ warn!("..: {e}"); }`), or nothing.
+pub(super) fn only_logs(b: &syn::Block) -> bool {
+    let is_log = |m: &syn::Macro| {
+        m.path
+            .segments
+            .last()
+            .is_some_and(|s| LOG_MACROS.contains(&s.ident.to_string().as_str()))
+    };
+    b.stmts.iter().all(|s| match s {
+        syn::Stmt::Macro(m) => is_log(&m.mac),
+        syn::Stmt::Expr(Expr::Macro(m), _) => is_log(&m.mac),
+        _ => false,
+    })
 }
 
 /// The text of a type with references, `mut`, `Arc`, `Box`, `Rc`, `Option`

@@ -14,10 +14,14 @@ use super::super::event::{ExpiryState, Key};
 use super::super::keys;
 use super::super::lockname::mentions_word;
 use super::chain::{Anchor, Chain, Root, Seg, SegKind};
+use super::fields::{arg_fields, named_locals, FieldSets};
 use super::locals::SetId;
-use super::syntax::{collect_words, is_none, set_fields, str_lit, struct_field};
+use super::syntax::{collect_words, is_none, str_lit, struct_field};
 use super::walk::Walker;
 use crate::pack::{Api, ApiRef, ExpirySource, KeySpec, Pack, PackSet};
+
+/// Most locals followed from a call's arguments for its fields.
+const MAX_FOLLOWED: usize = 16;
 
 /// What a view must gather for the candidates it is matched against: the
 /// words and strings under a chain are costly, and most candidates (a
@@ -76,7 +80,7 @@ pub(super) struct View<'v, 'w, 'a, 'c, 'ast> {
     pub method_name: Option<&'v str>,
     /// Fields the matched call's arguments set (struct-literal fields and
     /// builder methods), for `fields` / `no-fields`.
-    fields: OnceCell<BTreeSet<String>>,
+    fields: OnceCell<FieldSets>,
     /// Arguments of the constructor call the chain starts from, for
     /// `root-arg` keys.
     root_args: &'v [&'ast Expr],
@@ -212,15 +216,30 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
         })
     }
 
-    fn fields(&self) -> &BTreeSet<String> {
+    fn fields(&self) -> &FieldSets {
         self.fields.get_or_init(|| {
-            let mut fields = BTreeSet::new();
-            for a in &self.args {
-                set_fields(a, &mut fields);
-                if let Some(b) = local_of(self.w, a) {
-                    if let Some(init) = b.init {
-                        set_fields(init, &mut fields);
+            let mut fields = FieldSets::default();
+            // The locals the arguments pass on, followed through their
+            // initialisers (`&Patch::Merge(&patch)`, `patch` bound to a
+            // `json!`), each once, with the fields assigned to them since.
+            let mut seen: Vec<String> = Vec::new();
+            let mut todo: Vec<&'ast Expr> = self.args.clone();
+            while let Some(e) = todo.pop() {
+                arg_fields(e, &mut fields);
+                for name in named_locals(e) {
+                    if seen.len() >= MAX_FOLLOWED || seen.contains(&name) {
+                        continue;
                     }
+                    let Some(b) = self.w.locals.get(&name) else {
+                        continue;
+                    };
+                    if let Some(init) = b.init {
+                        todo.push(init);
+                    }
+                    for (field, cleared) in &b.assigned {
+                        fields.record(field, *cleared);
+                    }
+                    seen.push(name);
                 }
             }
             fields
@@ -299,10 +318,11 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
                 return false;
             }
         }
-        if !m.fields.is_empty() || !m.no_fields.is_empty() {
+        if !m.fields.is_empty() || !m.no_fields.is_empty() || !m.cleared_fields.is_empty() {
             let fields = self.fields();
-            if !m.fields.iter().all(|f| fields.contains(f))
-                || m.no_fields.iter().any(|f| fields.contains(f))
+            if !m.fields.iter().all(|f| fields.set.contains(f))
+                || m.no_fields.iter().any(|f| fields.set.contains(f))
+                || !m.cleared_fields.iter().all(|f| fields.cleared.contains(f))
             {
                 return false;
             }
@@ -391,12 +411,11 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
                 }
             }
             ExpirySource::Methods => {
+                // A chain method, or a builder method called in an argument
+                // or in the local an argument passes on.
                 let found = e.methods.iter().any(|m| {
                     self.methods.contains(&m.as_str())
-                        || self
-                            .args
-                            .iter()
-                            .any(|a| keys::compact(*a).contains(&format!(".{m}(")))
+                        || self.fields().set.contains(&crate::pack::field_name(m))
                 });
                 if found {
                     ExpiryState::Set(None)

@@ -429,6 +429,12 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 );
                 self.bind_opaque(&l.pat);
             }
+            Expr::Let(l)
+                if i.else_branch.is_none() && pat_is_err(&l.pat) && only_logs(&i.then_branch) =>
+            {
+                self.expr(&l.expr, Use::ErrOnlyLogged);
+                self.bind_opaque(&l.pat);
+            }
             other => self.expr(other, Use::Cond { names: vec![] }),
         }
         let g = self.guard_end(g);
