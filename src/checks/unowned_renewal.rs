@@ -60,4 +60,49 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
         }
         out.push(with_pack_notes(ctx, f, CheckId::UnownedRenewal, e));
     }
+    overwrites(ctx, out);
+}
+
+/// A plain write of a lock's own key after it was taken (a heartbeat that
+/// rewrites a ZooKeeper node, a second Lease patch), with no read of the
+/// key before it in its function (that is `read-then-write-acquire`): it
+/// rewrites the lock record whoever holds it now.
+fn overwrites(ctx: &CheckCtx, out: &mut Vec<Finding>) {
+    for e in &ctx.model.events {
+        if e.role != Role::Write {
+            continue;
+        }
+        let Some(key) = &e.key else { continue };
+        let Some(a) = ctx.acquisition_for(e) else {
+            continue;
+        };
+        if a.key.as_ref().is_none_or(|k| k.norm != key.norm) {
+            continue;
+        }
+        let read_before = ctx.model.fn_events(e.func).any(|r| {
+            r.role == Role::Read
+                && r.span.start.offset < e.span.start.offset
+                && r.key.as_ref().is_some_and(|k| k.norm == key.norm)
+        });
+        if read_before {
+            continue;
+        }
+        let api = ctx.api(e);
+        let f = ctx
+            .finding(
+                CheckId::UnownedRenewal,
+                e,
+                format!(
+                    "{} is written again without checking that this caller still owns it",
+                    subject(ctx, e)
+                ),
+            )
+            .label(format!(
+                "`{}` rewrites the lock record whoever holds it now",
+                call_label(ctx, api, e)
+            ))
+            .secondary(a.span, "acquired here")
+            .note("after a pause past the lease, another client holds the lock: this write takes it back from them, or keeps their lock alive, while this holder still believes it owns it");
+        out.push(with_pack_notes(ctx, f, CheckId::UnownedRenewal, e));
+    }
 }

@@ -147,7 +147,7 @@ fn compile_api(
                 &at(&["key".into(), Seg::Index(k)]),
                 msg,
                 Some(
-                    "write one of `arg: 0`, `method: arg` (with optional `nth`), `field: key`, `root-arg: 0`"
+                    "write one of `arg: 0`, `method: arg` (with optional `nth`), `call: version`, `field: key`, `root-arg: 0`"
                         .into(),
                 ),
             ),
@@ -357,8 +357,16 @@ fn compile_match(c: &mut Collector, at: &[Seg], m: &RawMatch, builtin: bool) -> 
 }
 
 fn compile_key(k: &RawKey) -> Result<KeySpec, String> {
+    if let Some(name) = &k.call {
+        if k.method.is_none() && k.field.is_none() && k.root_arg.is_none() && k.nth.is_none() {
+            return Ok(KeySpec::Call {
+                name: name.clone(),
+                arg: k.arg.unwrap_or(0),
+            });
+        }
+    }
     match (k.arg, &k.method, &k.field, k.root_arg) {
-        (Some(a), None, None, None) if k.nth.is_none() => Ok(KeySpec::Arg(a)),
+        (Some(a), None, None, None) if k.nth.is_none() && k.call.is_none() => Ok(KeySpec::Arg(a)),
         (a, Some(m), None, None) => Ok(KeySpec::Method {
             name: m.clone(),
             nth: k.nth.unwrap_or(0),
@@ -367,7 +375,7 @@ fn compile_key(k: &RawKey) -> Result<KeySpec, String> {
         (None, None, Some(f), None) if k.nth.is_none() => Ok(KeySpec::Field(f.clone())),
         (None, None, None, Some(a)) if k.nth.is_none() => Ok(KeySpec::RootArg(a)),
         _ => Err(
-            "a key names exactly one of `arg`, `method`, `field` or `root-arg` (`nth`, and `arg` for the argument index, go with `method`)"
+            "a key names exactly one of `arg`, `method`, `call`, `field` or `root-arg` (`nth` goes with `method`; `arg`, for the argument index, with `method` or `call`)"
                 .into(),
         ),
     }

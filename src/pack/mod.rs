@@ -112,6 +112,11 @@ pub enum KeySpec {
     },
     Field(String),
     RootArg(usize),
+    /// Argument `arg` of a call named `name` inside the arguments.
+    Call {
+        name: String,
+        arg: usize,
+    },
 }
 
 #[derive(Debug, Clone)]

@@ -281,6 +281,11 @@ pub struct RawKey {
     /// the constructed value was bound by a `let` earlier in the function.
     #[serde(default)]
     pub root_arg: Option<usize>,
+    /// A call inside the arguments, also in a local an argument passes on:
+    /// the key is its argument `arg` (0 unless given). `{ call: version }`
+    /// reads the key of a transaction from its `Compare::version(key, ..)`.
+    #[serde(default)]
+    pub call: Option<String>,
 }
 
 /// How an acquisition gets its time to live.

@@ -240,3 +240,51 @@ pub(super) fn named_locals(e: &Expr) -> Vec<String> {
     v.visit_expr(e);
     v.0
 }
+
+/// Argument `arg` of the first call named `name` inside `e` (a function
+/// path's last segment or a method): the `key` of `Compare::version(key, ..)`.
+pub(super) fn call_arg<'ast>(e: &'ast Expr, name: &str, arg: usize) -> Option<&'ast Expr> {
+    struct V<'n, 'ast> {
+        name: &'n str,
+        arg: usize,
+        found: Option<&'ast Expr>,
+    }
+    impl<'ast> Visit<'ast> for V<'_, 'ast> {
+        fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+            if self.found.is_some() {
+                return;
+            }
+            if let Expr::Path(p) = &*c.func {
+                if p.path.segments.last().is_some_and(|s| s.ident == self.name) {
+                    self.found = c.args.iter().nth(self.arg);
+                    if self.found.is_some() {
+                        return;
+                    }
+                }
+            }
+            visit::visit_expr_call(self, c);
+        }
+        fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
+            if self.found.is_some() {
+                return;
+            }
+            if m.method == self.name {
+                self.found = m.args.iter().nth(self.arg);
+                if self.found.is_some() {
+                    return;
+                }
+            }
+            visit::visit_expr_method_call(self, m);
+        }
+        fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
+        fn visit_expr_block(&mut self, _: &'ast syn::ExprBlock) {}
+        fn visit_expr_async(&mut self, _: &'ast syn::ExprAsync) {}
+    }
+    let mut v = V {
+        name,
+        arg,
+        found: None,
+    };
+    v.visit_expr(e);
+    v.found
+}

@@ -14,7 +14,7 @@ use super::super::event::{ExpiryState, Key};
 use super::super::keys;
 use super::super::lockname::mentions_word;
 use super::chain::{Anchor, Chain, Root, Seg, SegKind};
-use super::fields::{arg_fields, named_locals, FieldSets};
+use super::fields::{arg_fields, call_arg, named_locals, FieldSets};
 use super::locals::SetId;
 use super::syntax::{collect_words, is_none, str_lit, struct_field};
 use super::walk::Walker;
@@ -216,31 +216,42 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
         })
     }
 
+    /// The arguments, then the initialisers of the locals they pass on
+    /// (`&Patch::Merge(&patch)`, `client.txn(txn)`), each local once and
+    /// at most [`MAX_FOLLOWED`], with the fields assigned to those locals.
+    fn passed(&self) -> (Vec<&'ast Expr>, Vec<(String, bool)>) {
+        let mut exprs = Vec::new();
+        let mut assigned = Vec::new();
+        let mut seen: Vec<String> = Vec::new();
+        let mut todo: Vec<&'ast Expr> = self.args.iter().rev().copied().collect();
+        while let Some(e) = todo.pop() {
+            exprs.push(e);
+            for name in named_locals(e) {
+                if seen.len() >= MAX_FOLLOWED || seen.contains(&name) {
+                    continue;
+                }
+                let Some(b) = self.w.locals.get(&name) else {
+                    continue;
+                };
+                if let Some(init) = b.init {
+                    todo.push(init);
+                }
+                assigned.extend(b.assigned.iter().cloned());
+                seen.push(name);
+            }
+        }
+        (exprs, assigned)
+    }
+
     fn fields(&self) -> &FieldSets {
         self.fields.get_or_init(|| {
             let mut fields = FieldSets::default();
-            // The locals the arguments pass on, followed through their
-            // initialisers (`&Patch::Merge(&patch)`, `patch` bound to a
-            // `json!`), each once, with the fields assigned to them since.
-            let mut seen: Vec<String> = Vec::new();
-            let mut todo: Vec<&'ast Expr> = self.args.clone();
-            while let Some(e) = todo.pop() {
+            let (exprs, assigned) = self.passed();
+            for e in exprs {
                 arg_fields(e, &mut fields);
-                for name in named_locals(e) {
-                    if seen.len() >= MAX_FOLLOWED || seen.contains(&name) {
-                        continue;
-                    }
-                    let Some(b) = self.w.locals.get(&name) else {
-                        continue;
-                    };
-                    if let Some(init) = b.init {
-                        todo.push(init);
-                    }
-                    for (field, cleared) in &b.assigned {
-                        fields.record(field, *cleared);
-                    }
-                    seen.push(name);
-                }
+            }
+            for (field, cleared) in &assigned {
+                fields.record(field, *cleared);
             }
             fields
         })
@@ -366,6 +377,11 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
                     .nth(*nth),
                 KeySpec::Field(field) => self.args.iter().find_map(|a| struct_field(a, field)),
                 KeySpec::RootArg(i) => self.root_args.get(*i).copied(),
+                KeySpec::Call { name, arg } => self
+                    .passed()
+                    .0
+                    .into_iter()
+                    .find_map(|e| call_arg(e, name, *arg)),
             };
             if let Some(e) = e {
                 let span = w.cx.src.span_of(e.span());
