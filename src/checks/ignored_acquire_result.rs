@@ -8,6 +8,7 @@ use super::{CheckId, CheckInfo};
 use crate::finding::{Finding, Severity};
 use crate::model::ResultUse;
 use crate::pack::{ResultKind, Scope};
+use crate::source::Span;
 
 pub(super) const INFO: CheckInfo = CheckInfo {
     id: CheckId::IgnoredAcquireResult,
@@ -49,20 +50,48 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
             (None, true) => format!("whether {} won", subject(ctx, e)),
             (None, false) => format!("whether {} failed", subject(ctx, e)),
         };
-        let f = ctx
-            .finding(
-                CheckId::IgnoredAcquireResult,
-                e,
-                format!("{how}, so the code cannot know {what}"),
-            )
-            .label(format!("`{}` reports whether the lock was taken", call_label(ctx, api, e)))
-            .note("when another client holds the lock, this code carries on as if it held it: two holders");
+        let taken = format!(
+            "`{}` reports whether the lock was taken",
+            call_label(ctx, api, e)
+        );
+        let mut f = ctx.finding(
+            CheckId::IgnoredAcquireResult,
+            e,
+            format!("{how}, so the code cannot know {what}"),
+        );
+        // A chain that goes on past the call (a pipeline run on a later
+        // line) drops the reply where it ends: point there.
+        let dropped = matches!(
+            e.result,
+            ResultUse::Discarded { .. } | ResultUse::Propagated
+        );
+        if dropped && e.chain_span.end.line > e.span.end.line {
+            f.span = last_line_of(ctx, e.chain_span);
+            f = f
+                .label("the reply is dropped here")
+                .secondary(e.span, taken);
+        } else {
+            f = f.label(taken);
+        }
+        let f = f.note("when another client holds the lock, this code carries on as if it held it: two holders");
         out.push(with_pack_notes(ctx, f, CheckId::IgnoredAcquireResult, e));
     }
 }
 
 /// A transaction-scoped lock run on a pool: the statement is its own
 /// transaction, so the lock is released as soon as it is granted.
+/// The part of `span` on its last line, from the line's first non-blank
+/// character: `.query(con)?` of a chain written over several lines.
+fn last_line_of(ctx: &CheckCtx, span: Span) -> Span {
+    let line = span.end.line;
+    let text = ctx.src.line_text(line);
+    let indent = text.chars().take_while(|c| c.is_whitespace()).count();
+    Span {
+        start: ctx.src.pos_of_line_col(line, indent),
+        end: span.end,
+    }
+}
+
 fn ends_at_once(ctx: &CheckCtx, e: &crate::model::Event, pool: &str) -> Finding {
     let api = ctx.api(e);
     let what = call_label(ctx, api, e);
