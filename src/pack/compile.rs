@@ -333,6 +333,29 @@ fn compile_match(c: &mut Collector, at: &[Seg], m: &RawMatch, builtin: bool) -> 
         },
         None => None,
     };
+    let receiver_strings = match &m.receiver_strings {
+        Some(p) => match Pattern::new(p, builtin) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                c.at(
+                    &here("receiver-strings"),
+                    format!("invalid regex: {}", first_line(&e.to_string())),
+                    None,
+                );
+                ok = false;
+                None
+            }
+        },
+        None => None,
+    };
+    if receiver_strings.is_some() && receiver.is_none() {
+        c.at(
+            &here("receiver-strings"),
+            "`receiver-strings` is an alternative to `receiver`: give `receiver` too".to_string(),
+            None,
+        );
+        ok = false;
+    }
     let upper = |v: &[String]| v.iter().map(|w| w.to_uppercase()).collect::<Vec<_>>();
     ok.then(|| Matcher {
         method: m.method.clone(),
@@ -348,6 +371,7 @@ fn compile_match(c: &mut Collector, at: &[Seg], m: &RawMatch, builtin: bool) -> 
         text,
         no_text,
         receiver,
+        receiver_strings,
         fields: m.fields.iter().map(|f| field_name(f)).collect(),
         no_fields: m.no_fields.iter().map(|f| field_name(f)).collect(),
         cleared_fields: m.cleared_fields.iter().map(|f| field_name(f)).collect(),

@@ -85,6 +85,8 @@ pub struct Matcher {
     pub text: Vec<Pattern>,
     pub no_text: Vec<Pattern>,
     pub receiver: Option<Pattern>,
+    /// Or: the strings the receiver holds match this.
+    pub receiver_strings: Option<Pattern>,
     /// Field names, compared by [`field_name`].
     pub fields: Vec<String>,
     pub no_fields: Vec<String>,

@@ -221,6 +221,12 @@ pub struct RawMatch {
     /// Regex the receiver expression must match (`(?i)lease|lock`).
     #[serde(default)]
     pub receiver: Option<String>,
+    /// With `receiver`: a regex over the strings the receiver holds (its
+    /// local's initialiser, or what the file stores in its field), that
+    /// matches the call when the receiver's text does not: an
+    /// `Api<DynamicObject>` built for `coordination.k8s.io` is a Lease API.
+    #[serde(default)]
+    pub receiver_strings: Option<String>,
     /// Fields that the call's arguments must all set: a struct-literal field
     /// (`acquire` in `CreateOrUpdateKeyRequest { acquire: &sid, .. }`) or a
     /// builder method (`acquire` in `SetKeyRequest::builder().acquire(sid)`).

@@ -257,6 +257,15 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
         })
     }
 
+    /// Whether the strings the receiver holds match `p`.
+    fn receiver_holds(&self, p: Option<&crate::pack::Pattern>) -> bool {
+        let (Some(p), Some(e)) = (p, self.receiver_expr) else {
+            return false;
+        };
+        let set = self.w.value_strings(e);
+        self.w.cx.strings.matches(set, p)
+    }
+
     fn segs(&self) -> &'v [Seg<'ast>] {
         &self.chain.segs[self.from..self.end]
     }
@@ -325,7 +334,7 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
             }
         }
         if let Some(r) = &m.receiver {
-            if !r.is_match(self.receiver()) {
+            if !r.is_match(self.receiver()) && !self.receiver_holds(m.receiver_strings.as_ref()) {
                 return false;
             }
         }
