@@ -6,6 +6,7 @@ use super::common::{
 };
 use super::{CheckId, CheckInfo};
 use crate::finding::{Finding, Severity};
+use crate::model::event::DROPPED_BY_STATEMENT;
 use crate::model::ResultUse;
 use crate::pack::{ResultKind, Scope};
 use crate::source::Span;
@@ -59,12 +60,14 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
             e,
             format!("{how}, so the code cannot know {what}"),
         );
-        // A chain that goes on past the call (a pipeline run on a later
-        // line) drops the reply where it ends: point there.
-        let dropped = matches!(
-            e.result,
-            ResultUse::Discarded { .. } | ResultUse::Propagated
-        );
+        // A statement that goes on past the call (a pipeline run on a
+        // later line) drops the reply where it ends: point there. A
+        // `let _ =` or a discarding method is reported at the call.
+        let dropped = match &e.result {
+            ResultUse::Propagated => true,
+            ResultUse::Discarded { how, .. } => how == DROPPED_BY_STATEMENT,
+            _ => false,
+        };
         if dropped && e.chain_span.end.line > e.span.end.line {
             f.span = last_line_of(ctx, e.chain_span);
             f = f

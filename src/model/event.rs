@@ -29,6 +29,10 @@ pub enum ResultUse {
     Inspected,
 }
 
+/// How [`ResultUse::Discarded`] says a statement dropped the value: the
+/// drop is where the statement ends.
+pub const DROPPED_BY_STATEMENT: &str = "the call is a statement whose value is dropped";
+
 impl ResultUse {
     pub fn is_bound_or_inspected(&self) -> bool {
         matches!(self, ResultUse::Bound | ResultUse::Inspected)

@@ -153,7 +153,7 @@ pub(super) fn result_use(
         }
     }
     let dropped = match use_ {
-        Use::Stmt => Some("the call is a statement whose value is dropped".to_string()),
+        Use::Stmt => Some(super::super::event::DROPPED_BY_STATEMENT.to_string()),
         Use::LetWild { unit: true } => Some("`let _: () =` throws the reply away".to_string()),
         Use::LetWild { unit: false } => Some("`let _ =` drops the result".to_string()),
         Use::Let { unit: true, .. } => Some("the reply is read as `()`".to_string()),
