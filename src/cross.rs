@@ -19,7 +19,7 @@
 //! Both passes only re-read files the walk already chose; neither reads
 //! outside them.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::engine::{Cross, Engine, FileOutcome};
@@ -117,6 +117,22 @@ fn scan(text: &str) -> Scan<'_> {
     out
 }
 
+/// Words searched for as substrings, all at once.
+struct Needles(Option<aho_corasick::AhoCorasick>);
+
+impl Needles {
+    fn new<'a>(words: impl Iterator<Item = &'a str>) -> Needles {
+        let words: BTreeSet<&str> = words.filter(|w| !w.is_empty()).collect();
+        Needles(aho_corasick::AhoCorasick::new(words).ok())
+    }
+
+    /// Whether one of the words occurs in `text`; without an automaton
+    /// (none could be built), every text passes on to the scan.
+    fn in_text(&self, text: &[u8]) -> bool {
+        self.0.as_ref().is_none_or(|ac| ac.is_match(text))
+    }
+}
+
 /// Runs the two passes over `files`, replacing the outcomes of the files
 /// audited again. `engine(scope)` is the engine of a scope, without a
 /// pre-filter (a caller of a wrapper need not mention any lock API);
@@ -162,6 +178,23 @@ pub fn follow_wrappers<'e>(
     if by_crate.is_empty() {
         return;
     }
+    // Per crate, the words a caller's text must hold before it is scanned:
+    // a wrapper's name, and the type or module that reaches it. Most files
+    // hold neither, and a substring search is far cheaper than a scan.
+    let needles: HashMap<&PathBuf, (Needles, Needles)> = by_crate
+        .iter()
+        .map(|(root, ws)| {
+            let names = Needles::new(ws.keys().map(String::as_str));
+            let reach = Needles::new(ws.values().filter_map(|(_, w)| {
+                if w.method {
+                    w.owner.as_deref()
+                } else {
+                    w.module.as_deref()
+                }
+            }));
+            (root, (names, reach))
+        })
+        .collect();
     // Pass 1: the callers, each audited knowing the wrappers it calls (and
     // no others: what a file is given is bounded by what it says).
     let none = HashSet::new();
@@ -169,9 +202,14 @@ pub fn follow_wrappers<'e>(
         (0..files.len())
             .into_par_iter()
             .filter_map(|i| {
-                let crate_wrappers = by_crate.get(crate_of[i].as_ref()?)?;
+                let root = crate_of[i].as_ref()?;
+                let crate_wrappers = by_crate.get(root)?;
+                let (names, reach) = needles.get(root)?;
                 let f = &files[i];
                 let bytes = read(&f.path, f.scope)?;
+                if !names.in_text(&bytes) || !reach.in_text(&bytes) {
+                    return None;
+                }
                 let text = String::from_utf8_lossy(&bytes);
                 let found = scan(&text);
                 // A method is followed only on a receiver of its type, so
