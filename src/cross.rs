@@ -133,6 +133,41 @@ impl Needles {
     }
 }
 
+/// Rounds of pass 1: a wrapper of a wrapper defined in another file is
+/// found when its own file is audited knowing the inner one, and its
+/// callers are audited in the next round.
+const MAX_ROUNDS: usize = 4;
+
+type ByCrate = HashMap<PathBuf, HashMap<String, (usize, Wrapper)>>;
+
+/// Per crate, the wrappers exactly one file defines (a name two files
+/// define is ambiguous and followed nowhere).
+fn unambiguous(files: &[Audited], crate_of: &[Option<PathBuf>]) -> ByCrate {
+    let mut defs: BTreeMap<(PathBuf, String), Vec<(usize, Wrapper)>> = BTreeMap::new();
+    for (i, f) in files.iter().enumerate() {
+        let Some(root) = &crate_of[i] else { continue };
+        for (name, w) in &f.outcome.wrappers {
+            // A wrapper the file was given is the defining file's own.
+            if w.imported {
+                continue;
+            }
+            defs.entry((root.clone(), name.clone()))
+                .or_default()
+                .push((i, w.clone()));
+        }
+    }
+    let mut by_crate: ByCrate = HashMap::new();
+    for ((root, name), mut list) in defs {
+        if list.len() == 1 {
+            let (i, mut w) = list.pop().expect("one");
+            w.imported = true;
+            w.module = module_of(&files[i].path);
+            by_crate.entry(root).or_default().insert(name, (i, w));
+        }
+    }
+    by_crate
+}
+
 /// Runs the two passes over `files`, replacing the outcomes of the files
 /// audited again. `engine(scope)` is the engine of a scope, without a
 /// pre-filter (a caller of a wrapper need not mention any lock API);
@@ -155,110 +190,128 @@ pub fn follow_wrappers<'e>(
         .iter()
         .map(|f| Some(roots.of(&f.path, cwd).unwrap_or_default()))
         .collect();
-    // (crate, name) → the files defining it, and the wrapper.
-    let mut defs: BTreeMap<(PathBuf, String), Vec<(usize, Wrapper)>> = BTreeMap::new();
-    for (i, f) in files.iter().enumerate() {
-        let Some(root) = &crate_of[i] else { continue };
-        for (name, w) in &f.outcome.wrappers {
-            defs.entry((root.clone(), name.clone()))
-                .or_default()
-                .push((i, w.clone()));
+    // What each file was last audited knowing.
+    let mut imported: HashMap<usize, HashMap<String, Wrapper>> = HashMap::new();
+    let mut seen: HashSet<(PathBuf, String)> = HashSet::new();
+    let mut by_crate = ByCrate::new();
+    for _ in 0..MAX_ROUNDS {
+        let next = unambiguous(files, &crate_of);
+        // The names new this round: only a file holding one can call more
+        // than it was audited knowing.
+        let fresh: HashMap<&PathBuf, Vec<&str>> = next
+            .iter()
+            .map(|(root, ws)| {
+                let names = ws
+                    .keys()
+                    .filter(|n| !seen.contains(&(root.clone(), (*n).clone())))
+                    .map(String::as_str)
+                    .collect::<Vec<_>>();
+                (root, names)
+            })
+            .filter(|(_, names)| !names.is_empty())
+            .collect();
+        if fresh.is_empty() {
+            by_crate = next;
+            break;
         }
-    }
-    // Per crate: the wrappers only one file defines.
-    let mut by_crate: HashMap<PathBuf, HashMap<String, (usize, Wrapper)>> = HashMap::new();
-    for ((root, name), mut list) in defs {
-        if list.len() == 1 {
-            let (i, mut w) = list.pop().expect("one");
-            w.imported = true;
-            w.module = module_of(&files[i].path);
-            by_crate.entry(root).or_default().insert(name, (i, w));
+        // Per crate, the words a caller's text must hold before it is
+        // scanned: a new wrapper's name, and a type or module that reaches
+        // a wrapper. Most files hold neither, and a substring search is far
+        // cheaper than a scan.
+        let needles: HashMap<&PathBuf, (Needles, Needles)> = fresh
+            .iter()
+            .map(|(root, names)| {
+                let reach = Needles::new(next[*root].values().filter_map(|(_, w)| {
+                    if w.method {
+                        w.owner.as_deref()
+                    } else {
+                        w.module.as_deref()
+                    }
+                }));
+                (*root, (Needles::new(names.iter().copied()), reach))
+            })
+            .collect();
+        // Pass 1: the callers, each audited knowing the wrappers it calls
+        // (and no others: what a file is given is bounded by what it says).
+        let none = HashSet::new();
+        let redone: Vec<(usize, HashMap<String, Wrapper>, FileOutcome)> = pool.install(|| {
+            (0..files.len())
+                .into_par_iter()
+                .filter_map(|i| {
+                    let root = crate_of[i].as_ref()?;
+                    let (names, reach) = needles.get(root)?;
+                    let crate_wrappers = next.get(root)?;
+                    let f = &files[i];
+                    let bytes = read(&f.path, f.scope)?;
+                    if !names.in_text(&bytes) || !reach.in_text(&bytes) {
+                        return None;
+                    }
+                    let text = String::from_utf8_lossy(&bytes);
+                    let found = scan(&text);
+                    // A method is followed only on a receiver of its type,
+                    // so the file must name that type; a function is
+                    // reached by a `use` of its module or a path through
+                    // it, so the file must name that module.
+                    let given: HashMap<String, Wrapper> = found
+                        .calls
+                        .iter()
+                        .filter_map(|&(name, dotted)| {
+                            let (def, w) = crate_wrappers.get(name)?;
+                            let word = if w.method { &w.owner } else { &w.module };
+                            (*def != i
+                                && w.method == dotted
+                                && word.as_deref().is_some_and(|o| found.words.contains(o)))
+                            .then(|| (name.to_string(), w.clone()))
+                        })
+                        .collect();
+                    let before = imported.get(&i);
+                    let same = match before {
+                        Some(b) => {
+                            b.len() == given.len() && given.keys().all(|k| b.contains_key(k))
+                        }
+                        None => given.is_empty(),
+                    };
+                    if same {
+                        return None;
+                    }
+                    let cross = Cross {
+                        imported: &given,
+                        called_elsewhere: &none,
+                    };
+                    let out =
+                        engine(f.scope).check_bytes_with(&f.shown, &bytes, inventory, Some(&cross));
+                    Some((i, given, out))
+                })
+                .collect()
+        });
+        for (root, names) in &fresh {
+            seen.extend(names.iter().map(|n| ((*root).clone(), n.to_string())));
+        }
+        by_crate = next;
+        if redone.is_empty() {
+            break;
+        }
+        for (i, given, out) in redone {
+            files[i].outcome = out;
+            imported.insert(i, given);
         }
     }
     if by_crate.is_empty() {
         return;
     }
-    // Per crate, the words a caller's text must hold before it is scanned:
-    // a wrapper's name, and the type or module that reaches it. Most files
-    // hold neither, and a substring search is far cheaper than a scan.
-    let needles: HashMap<&PathBuf, (Needles, Needles)> = by_crate
-        .iter()
-        .map(|(root, ws)| {
-            let names = Needles::new(ws.keys().map(String::as_str));
-            let reach = Needles::new(ws.values().filter_map(|(_, w)| {
-                if w.method {
-                    w.owner.as_deref()
-                } else {
-                    w.module.as_deref()
-                }
-            }));
-            (root, (names, reach))
-        })
-        .collect();
-    // Pass 1: the callers, each audited knowing the wrappers it calls (and
-    // no others: what a file is given is bounded by what it says).
-    let none = HashSet::new();
-    let redone: Vec<(usize, HashMap<String, Wrapper>, FileOutcome)> = pool.install(|| {
-        (0..files.len())
-            .into_par_iter()
-            .filter_map(|i| {
-                let root = crate_of[i].as_ref()?;
-                let crate_wrappers = by_crate.get(root)?;
-                let (names, reach) = needles.get(root)?;
-                let f = &files[i];
-                let bytes = read(&f.path, f.scope)?;
-                if !names.in_text(&bytes) || !reach.in_text(&bytes) {
-                    return None;
-                }
-                let text = String::from_utf8_lossy(&bytes);
-                let found = scan(&text);
-                // A method is followed only on a receiver of its type, so
-                // the file must name that type; a function is reached by a
-                // `use` of its module or a path through it, so the file
-                // must name that module.
-                let imported: HashMap<String, Wrapper> = found
-                    .calls
-                    .iter()
-                    .filter_map(|&(name, dotted)| {
-                        let (def, w) = crate_wrappers.get(name)?;
-                        let word = if w.method { &w.owner } else { &w.module };
-                        (*def != i
-                            && w.method == dotted
-                            && word.as_deref().is_some_and(|o| found.words.contains(o)))
-                        .then(|| (name.to_string(), w.clone()))
-                    })
-                    .collect();
-                if imported.is_empty() {
-                    return None;
-                }
-                let cross = Cross {
-                    imported: &imported,
-                    called_elsewhere: &none,
-                };
-                let out =
-                    engine(f.scope).check_bytes_with(&f.shown, &bytes, inventory, Some(&cross));
-                Some((i, imported, out))
-            })
-            .collect()
-    });
     // Which wrappers the callers used, per defining file.
     let mut called: HashMap<usize, HashSet<String>> = HashMap::new();
-    for (i, _, out) in &redone {
+    for i in imported.keys() {
         let Some(crate_wrappers) = crate_of[*i].as_ref().and_then(|r| by_crate.get(r)) else {
             continue;
         };
-        for name in &out.wrappers_called {
+        for name in &files[*i].outcome.wrappers_called {
             if let Some((def, _)) = crate_wrappers.get(name) {
                 if def != i {
                     called.entry(*def).or_default().insert(name.clone());
                 }
             }
         }
-    }
-    let mut imported: HashMap<usize, HashMap<String, Wrapper>> = HashMap::new();
-    for (i, from_others, out) in redone {
-        files[i].outcome = out;
-        imported.insert(i, from_others);
     }
     // Pass 2: the defining files, without their wrappers' inner calls.
     let mut defining: Vec<(usize, HashSet<String>)> = called.into_iter().collect();

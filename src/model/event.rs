@@ -193,6 +193,10 @@ pub struct FileModel {
 pub struct Wrapper {
     /// The inner call's event, as the wrapper's body made it.
     pub inner: Event,
+    /// Where every call whose outcome the wrapper hands back starts (the
+    /// inner call, and a recursive or second call on another path): none
+    /// of them is reported in the wrapper once its callers are.
+    pub handed_back: Vec<usize>,
     /// The parameter the inner call's key comes from.
     pub key_param: Option<usize>,
     pub fn_line: usize,

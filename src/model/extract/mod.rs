@@ -281,16 +281,19 @@ fn run<'ast>(
     // another file of the crate) is reported where it is called; its own
     // inner call is not reported again.
     for name in called.iter().chain(called_elsewhere) {
-        let Some(w) = wrappers
+        // This walk's view of the wrapper first: it knows every wrapper
+        // the body calls (a recursive call among them).
+        let Some(w) = found
             .get(name)
-            .filter(|w| !w.imported)
-            .or_else(|| found.get(name).and_then(Option::as_ref))
+            .and_then(Option::as_ref)
+            .or_else(|| wrappers.get(name).filter(|w| !w.imported))
         else {
             continue;
         };
         for f in model.fns.iter().filter(|f| &f.name == name) {
             for &e in &f.events {
-                if model.events[e].span.start.offset == w.inner.span.start.offset {
+                let at = model.events[e].span.start.offset;
+                if at == w.inner.span.start.offset || w.handed_back.contains(&at) {
                     dead.insert(e);
                 }
             }
@@ -317,24 +320,31 @@ fn run<'ast>(
 fn passed_on(w: &Walker, item: &FnItem) -> Option<Wrapper> {
     use crate::pack::Role;
     let f = &w.model.fns[w.f];
-    let e = f.events.iter().map(|&i| &w.model.events[i]).find(|e| {
-        matches!(
-            e.role,
-            Role::Acquire
-                | Role::TryAcquire
-                | Role::Release
-                | Role::Delete
-                | Role::Renew
-                | Role::Read
-        ) && (w.returned_events.contains(&e.id)
-            || e.binding.iter().any(|b| w.returned_mentions.contains(b)))
-    })?;
+    let handed: Vec<&Event> = f
+        .events
+        .iter()
+        .map(|&i| &w.model.events[i])
+        .filter(|e| {
+            matches!(
+                e.role,
+                Role::Acquire
+                    | Role::TryAcquire
+                    | Role::Release
+                    | Role::Delete
+                    | Role::Renew
+                    | Role::Read
+            ) && (w.returned_events.contains(&e.id)
+                || e.binding.iter().any(|b| w.returned_mentions.contains(b)))
+        })
+        .collect();
+    let e = *handed.first()?;
     let key_param = e
         .key
         .as_ref()
         .and_then(|k| item.params.iter().position(|(p, _)| *p == k.norm));
     Some(Wrapper {
         inner: e.clone(),
+        handed_back: handed.iter().map(|e| e.span.start.offset).collect(),
         key_param,
         fn_line: item.first_line,
         method: item.self_ty.is_some(),
