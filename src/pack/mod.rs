@@ -228,6 +228,9 @@ pub struct PackSet {
     pub builder_methods: BTreeSet<String>,
     /// Every pack's `traits`.
     pub traits: BTreeSet<String>,
+    /// Every name a pack matches a call by: methods, functions' last
+    /// segments, macros, and the builder methods.
+    pub call_names: std::collections::HashSet<String>,
     /// Every pack's trigger words in one automaton, and the pack of each.
     triggers: Option<aho_corasick::AhoCorasick>,
     trigger_pack: Vec<usize>,
@@ -315,11 +318,16 @@ impl PackSet {
             set.builder_methods
                 .extend(pack.builder_methods.iter().cloned());
             set.traits.extend(pack.traits.iter().cloned());
+            set.call_names.extend(pack.builder_methods.iter().cloned());
             for (ai, api) in pack.apis.iter().enumerate() {
                 set.crate_names
                     .extend(api.matcher.crates.iter().flatten().cloned());
                 let r = ApiRef { pack: pi, api: ai };
                 let m = &api.matcher;
+                set.call_names.extend(m.method.iter().cloned());
+                set.call_names
+                    .extend(m.function.iter().filter_map(|f| f.last().cloned()));
+                set.call_names.extend(m.macro_name.iter().cloned());
                 if let Some(name) = &m.method {
                     set.by_method.entry(name.clone()).or_default().push(r);
                 } else if let Some(segs) = &m.function {

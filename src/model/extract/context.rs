@@ -45,6 +45,7 @@ impl<'a, 'ast> Cx<'a, 'ast> {
         lock_name: &'a Regex,
         own_crate: Option<&str>,
         index: &'ast Index<'ast>,
+        text_only: Vec<ApiRef>,
     ) -> Self {
         Cx {
             packs,
@@ -60,15 +61,7 @@ impl<'a, 'ast> Cx<'a, 'ast> {
                 .collect(),
             local_fns: index.fns.iter().map(|f| f.name.clone()).collect(),
             modules: index.modules.iter().cloned().collect(),
-            text_only: {
-                let hit = packs.triggered(&src.text);
-                packs
-                    .text_only()
-                    .iter()
-                    .copied()
-                    .filter(|r| hit[r.pack])
-                    .collect()
-            },
+            text_only,
             macros: &index.macros,
             types: &index.types,
             fields: &index.fields,

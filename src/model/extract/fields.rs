@@ -90,9 +90,10 @@ struct Entry {
 
 fn string_value(t: &TokenTree) -> Option<String> {
     match t {
-        TokenTree::Literal(l) => syn::parse2::<syn::LitStr>(TokenTree::Literal(l.clone()).into())
-            .ok()
-            .map(|s| s.value()),
+        TokenTree::Literal(l) => match syn::Lit::new(l.clone()) {
+            syn::Lit::Str(s) => Some(s.value()),
+            _ => None,
+        },
         _ => None,
     }
 }

@@ -57,6 +57,60 @@ pub(super) struct Index<'ast> {
     pub methods: HashSet<(String, String)>,
     impl_stack: Vec<(String, bool)>,
     pub modules: Vec<String>,
+    /// Macros whose bodies may be read as expressions, once it is known
+    /// which are worth it ([`Index::parse_macros`]).
+    pending: Vec<&'ast syn::Macro>,
+}
+
+impl<'ast> Index<'ast> {
+    /// Parses the bodies of the pending macros that could hold a lock call:
+    /// a macro whose name, or an identifier inside, is `worth` reading (a
+    /// name a pack matches, a function of this file, another file's
+    /// wrapper), or with a string literal inside when a text shape (SQL,
+    /// Lua) could match this file. Parsing every `vec![..]` of a generated
+    /// table costs as much as parsing the file again.
+    pub fn parse_macros(&mut self, worth: &dyn Fn(&str) -> bool, strings_matter: bool) {
+        for m in std::mem::take(&mut self.pending) {
+            let name = macro_name(m);
+            if !worth(&name) && !tokens_worth(&m.tokens, worth, strings_matter) {
+                continue;
+            }
+            if let Ok(args) =
+                m.parse_body_with(Punctuated::<Expr, syn::Token![,]>::parse_terminated)
+            {
+                self.macros.insert(macro_key(m), args.into_iter().collect());
+            }
+        }
+    }
+}
+
+fn ends_as_string(literal: &str) -> bool {
+    literal.ends_with('"') || literal.ends_with('#')
+}
+
+/// Whether a token stream holds an identifier worth reading, or a string
+/// literal when strings matter.
+fn tokens_worth(
+    tokens: &proc_macro2::TokenStream,
+    worth: &dyn Fn(&str) -> bool,
+    strings_matter: bool,
+) -> bool {
+    let mut stack = vec![tokens.clone()];
+    while let Some(ts) = stack.pop() {
+        for tt in ts {
+            match tt {
+                TokenTree::Ident(id) if worth(&id.to_string()) => return true,
+                // `"..."`, `r#"..."#`: a string ends with a quote or a raw
+                // string's hashes; a number or a char never does.
+                TokenTree::Literal(l) if strings_matter && ends_as_string(&l.to_string()) => {
+                    return true
+                }
+                TokenTree::Group(g) => stack.push(g.stream()),
+                _ => {}
+            }
+        }
+    }
+    false
 }
 
 fn first_line(
@@ -272,12 +326,7 @@ impl<'ast> Visit<'ast> for Index<'ast> {
                 self.macros.insert(macro_key(m), arms);
             }
         } else if !LOG_MACROS.contains(&name.as_str()) && !OPAQUE_MACROS.contains(&name.as_str()) {
-            if let Ok(args) =
-                m.parse_body_with(Punctuated::<Expr, syn::Token![,]>::parse_terminated)
-            {
-                let args: Vec<Expr> = args.into_iter().collect();
-                self.macros.insert(macro_key(m), args);
-            }
+            self.pending.push(m);
         }
         // Paths inside macro bodies are evidence too (`sqlx::query!` args).
         for tt in m.tokens.clone() {

@@ -301,8 +301,7 @@ pub(super) fn strings_of(e: &Expr, strings: &Strings, names: &dyn NameStrings) -
                 for tt in ts {
                     match tt {
                         TokenTree::Literal(l) => {
-                            if let Ok(s) = syn::parse2::<syn::LitStr>(TokenTree::Literal(l).into())
-                            {
+                            if let syn::Lit::Str(s) = syn::Lit::new(l) {
                                 self.ids.push(self.strings.intern(&s.value()));
                             }
                         }

@@ -93,7 +93,34 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
             });
         }
     }
-    let cx = Cx::new(packs, src, opts.lock_name, opts.own_crate, &index);
+    // The text shapes (SQL, Lua) whose packs' trigger words the file holds.
+    let hit = packs.triggered(&src.text);
+    let text_only: Vec<_> = packs
+        .text_only()
+        .iter()
+        .copied()
+        .filter(|r| hit[r.pack])
+        .collect();
+    // Macro bodies are read as expressions only when they could hold a
+    // lock call: a name some pack matches, a function of this file or a
+    // wrapper of another file, or a string a text shape could match.
+    {
+        let own: HashSet<String> = index.fns.iter().map(|f| f.name.clone()).collect();
+        let worth = |name: &str| {
+            packs.call_names.contains(name)
+                || own.contains(name)
+                || opts.imported.is_some_and(|m| m.contains_key(name))
+        };
+        index.parse_macros(&worth, !text_only.is_empty());
+    }
+    let cx = Cx::new(
+        packs,
+        src,
+        opts.lock_name,
+        opts.own_crate,
+        &index,
+        text_only,
+    );
     // The file is walked again (at most twice) when a walk learned what
     // crosses its functions: an unexecuted builder a function returns (its
     // callers judge the command where they run it), or strings functions
