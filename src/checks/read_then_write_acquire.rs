@@ -20,7 +20,7 @@ pub(super) const INFO: CheckInfo = CheckInfo {
 const HELP: &str = "acquire in one atomic step that fails when someone else holds the lock (a create-if-absent or compare-and-set on the server), and check its reply";
 
 fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
-    for (f, _) in ctx.model.fns.iter().enumerate() {
+    for (f, _) in ctx.model.fn_ids() {
         let events: Vec<_> = ctx.model.fn_events(f).collect();
         for (i, write) in events.iter().enumerate() {
             if write.role != Role::Write {

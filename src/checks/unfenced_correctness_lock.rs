@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 use super::common::{call_label, connection_of, help_for, subject, CheckCtx, Conn};
 use super::{CheckId, CheckInfo};
 use crate::finding::{Finding, Purpose, Severity};
-use crate::model::{Event, FileModel, FnModel};
+use crate::model::{Event, FileModel, FnId, FnModel};
 use crate::pack::{Role, Scope, TokenKind};
 use crate::source::Span;
 
@@ -306,13 +306,13 @@ fn follow_call(
     tainted: &BTreeSet<String>,
     kind: TokenKind,
     depth: usize,
-    visited: &mut Vec<(String, usize)>,
+    visited: &mut Vec<(String, FnId)>,
 ) -> (usize, usize) {
     if depth > MAX_DEPTH {
         return (0, 0);
     }
     let remote;
-    let (m, callee, file): (&FileModel, usize, &str) = match model.find_fn(&call.name) {
+    let (m, callee, file): (&FileModel, FnId, &str) = match model.find_fn(&call.name) {
         Some(i) if call.local => (model, i, path),
         _ if call.method => return (0, 0),
         _ => match ctx.resolver.and_then(|r| r.resolve(path, &call.name)) {

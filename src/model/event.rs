@@ -66,15 +66,58 @@ pub struct Key {
     pub literal: Option<String>,
 }
 
+/// An event of a file: its index in [`FileModel::events`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct EventId(pub u32);
+
+/// A function of a file: its index in [`FileModel::fns`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct FnId(pub u32);
+
+/// A condition of a function: its index in [`FnModel::guards`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct GuardId(pub u32);
+
+macro_rules! typed_index {
+    ($id:ident, $item:ty) => {
+        impl $id {
+            /// The id of the `i`th item.
+            pub fn of(i: usize) -> $id {
+                $id(u32::try_from(i).expect("fewer than 4 billion items in a file"))
+            }
+
+            pub fn index(self) -> usize {
+                self.0 as usize
+            }
+        }
+
+        impl std::ops::Index<$id> for Vec<$item> {
+            type Output = $item;
+            fn index(&self, id: $id) -> &$item {
+                &self[id.index()]
+            }
+        }
+
+        impl std::ops::IndexMut<$id> for Vec<$item> {
+            fn index_mut(&mut self, id: $id) -> &mut $item {
+                &mut self[id.index()]
+            }
+        }
+    };
+}
+
+typed_index!(EventId, Event);
+typed_index!(FnId, FnModel);
+typed_index!(GuardId, Guard);
+
 /// One classified call.
 #[derive(Debug, Clone)]
 pub struct Event {
-    pub id: usize,
+    pub id: EventId,
     pub api: ApiRef,
     pub role: Role,
     pub backend: String,
-    /// Index into [`FileModel::fns`].
-    pub func: usize,
+    pub func: FnId,
     /// The smallest span that shows the call (`set_nx(k, v)`, the whole
     /// `cmd("SET")…` builder).
     pub span: Span,
@@ -94,7 +137,7 @@ pub struct Event {
     pub arg_mentions: BTreeSet<String>,
     pub expiry: ExpiryState,
     /// Enclosing `if`/`match` conditions, innermost last.
-    pub guards: Vec<usize>,
+    pub guards: Vec<GuardId>,
     /// The key, binding or enclosing function matches `lock-name-pattern`.
     pub lockish: bool,
     /// Text of the receiver expression.
@@ -112,7 +155,7 @@ pub struct Guard {
     pub span: Span,
     pub mentions: BTreeSet<String>,
     /// Events inside the condition itself.
-    pub events: Vec<usize>,
+    pub events: Vec<EventId>,
 }
 
 /// `let names = init`.
@@ -162,7 +205,7 @@ pub struct FnModel {
     pub first_line: usize,
     pub params: Vec<String>,
     pub in_drop: bool,
-    pub events: Vec<usize>,
+    pub events: Vec<EventId>,
     pub lets: Vec<LetBinding>,
     pub assigns: Vec<Assign>,
     pub calls: Vec<CallSite>,
@@ -212,7 +255,7 @@ pub struct Wrapper {
 }
 
 impl FileModel {
-    pub fn fn_events(&self, f: usize) -> impl Iterator<Item = &Event> {
+    pub fn fn_events(&self, f: FnId) -> impl Iterator<Item = &Event> {
         self.fns[f].events.iter().map(|&i| &self.events[i])
     }
 
@@ -222,7 +265,12 @@ impl FileModel {
             .filter(|e| matches!(e.role, Role::Acquire | Role::TryAcquire))
     }
 
-    pub fn find_fn(&self, name: &str) -> Option<usize> {
-        self.fns.iter().position(|f| f.name == name)
+    pub fn find_fn(&self, name: &str) -> Option<FnId> {
+        self.fns.iter().position(|f| f.name == name).map(FnId::of)
+    }
+
+    /// Every function with its id.
+    pub fn fn_ids(&self) -> impl Iterator<Item = (FnId, &FnModel)> {
+        self.fns.iter().enumerate().map(|(i, f)| (FnId::of(i), f))
     }
 }

@@ -19,19 +19,19 @@ use crate::directives::{Directives, PurposeLookup};
 use crate::finding::Purpose;
 use crate::pack::Role;
 
-use super::{Event, FileModel};
+use super::{Event, EventId, FileModel};
 
 /// One acquisition and what belongs to it (event ids, in source order).
 #[derive(Debug, Clone)]
 pub struct Lock {
-    pub take: usize,
+    pub take: EventId,
     /// Where its `lock-purpose:` annotation was found, if anywhere.
     pub lookup: PurposeLookup,
-    pub releases: Vec<usize>,
-    pub renewals: Vec<usize>,
-    pub reads: Vec<usize>,
-    pub tokens: Vec<usize>,
-    pub others: Vec<usize>,
+    pub releases: Vec<EventId>,
+    pub renewals: Vec<EventId>,
+    pub reads: Vec<EventId>,
+    pub tokens: Vec<EventId>,
+    pub others: Vec<EventId>,
 }
 
 /// Every lock of a file.
@@ -74,7 +74,7 @@ impl Locks {
                     },
                 );
             }
-            owner[e.id] = Some(locks.len());
+            owner[e.id.index()] = Some(locks.len());
             locks.push(Lock {
                 take: e.id,
                 lookup: found,
@@ -96,10 +96,10 @@ impl Locks {
             let Some(take) = pair(model, e) else {
                 continue;
             };
-            let Some(l) = set.owner[take] else {
+            let Some(l) = set.owner[take.index()] else {
                 continue;
             };
-            set.owner[e.id] = Some(l);
+            set.owner[e.id.index()] = Some(l);
             let lock = &mut set.locks[l];
             match e.role {
                 Role::Release | Role::Delete => lock.releases.push(e.id),
@@ -113,9 +113,9 @@ impl Locks {
     }
 
     /// The lock an event is or belongs to.
-    pub fn lock_of(&self, event: usize) -> Option<&Lock> {
+    pub fn lock_of(&self, event: EventId) -> Option<&Lock> {
         self.owner
-            .get(event)
+            .get(event.index())
             .copied()
             .flatten()
             .map(|l| &self.locks[l])
@@ -124,7 +124,7 @@ impl Locks {
     /// The first release of the lock an acquisition takes: its own, else
     /// that of a later acquisition of the same key in the same function
     /// (a lock taken twice and released once).
-    pub fn release_for(&self, model: &FileModel, take: usize) -> Option<usize> {
+    pub fn release_for(&self, model: &FileModel, take: EventId) -> Option<EventId> {
         let lock = self.lock_of(take)?;
         if let Some(&r) = lock.releases.first() {
             return Some(r);
@@ -142,7 +142,7 @@ impl Locks {
     }
 
     /// Where the annotation of an acquisition was found.
-    pub fn lookup(&self, take: usize) -> &PurposeLookup {
+    pub fn lookup(&self, take: EventId) -> &PurposeLookup {
         static NONE: PurposeLookup = PurposeLookup::None;
         match self.lock_of(take) {
             Some(l) if l.take == take => &l.lookup,
@@ -152,7 +152,7 @@ impl Locks {
 
     /// The purpose an event is held to: its lock's annotation, else the
     /// configured `default-purpose`. A malformed annotation holds it to none.
-    pub fn purpose(&self, event: usize) -> Option<Purpose> {
+    pub fn purpose(&self, event: EventId) -> Option<Purpose> {
         let lock = self.lock_of(event)?;
         match &lock.lookup {
             PurposeLookup::Found { purpose, .. } => Some(*purpose),
@@ -163,7 +163,7 @@ impl Locks {
 }
 
 /// The acquisition an event belongs to, by the rule in the module docs.
-fn pair(model: &FileModel, e: &Event) -> Option<usize> {
+fn pair(model: &FileModel, e: &Event) -> Option<EventId> {
     let earlier = || {
         model
             .fn_events(e.func)

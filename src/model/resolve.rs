@@ -16,6 +16,7 @@ use regex::Regex;
 
 use super::extract::{self, Options};
 use super::FileModel;
+use super::FnId;
 use crate::pack::PackSet;
 use crate::source::SourceFile;
 
@@ -23,7 +24,7 @@ use crate::source::SourceFile;
 pub trait FnResolver: Sync {
     /// A function named `name` defined in another file of the crate `from`
     /// (a display path) belongs to: its file's model, its index, its path.
-    fn resolve(&self, from: &str, name: &str) -> Option<(Arc<FileModel>, usize, String)>;
+    fn resolve(&self, from: &str, name: &str) -> Option<(Arc<FileModel>, FnId, String)>;
 
     /// The name of the crate `from` belongs to, as written in `use` paths
     /// (`redis_lock` for a package named `redis-lock`).
@@ -33,7 +34,7 @@ pub trait FnResolver: Sync {
 }
 
 /// A resolved function: its file's model, its index, its display path.
-type Found = (Arc<FileModel>, usize, String);
+type Found = (Arc<FileModel>, FnId, String);
 
 /// A crate's `.rs` files: (display path, text).
 type CrateFiles = Vec<(String, String)>;

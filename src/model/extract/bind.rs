@@ -4,6 +4,7 @@
 
 use syn::{Expr, Pat};
 
+use super::super::event::EventId;
 use super::super::keys;
 use super::chain::{flatten, is_chain, Chain, Root, SegKind};
 use super::fields::{clears, place_root};
@@ -20,7 +21,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
     /// initialiser (its strings, builder and type); parts of a destructured
     /// tuple get the matching element; any other name shadows whatever it
     /// names outside, with nothing known of its value.
-    pub(super) fn bind(&mut self, pat: &'ast Pat, init: Option<&'ast Expr>, events: Vec<usize>) {
+    pub(super) fn bind(&mut self, pat: &'ast Pat, init: Option<&'ast Expr>, events: Vec<EventId>) {
         let pat_ty = pat_type(pat).map(type_text);
         let pat = strip_type(pat);
         match (pat, init.map(keys::strip)) {

@@ -90,7 +90,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         chain: &Chain<'ast>,
         top: &'ast Expr,
         use_: &Use,
-    ) -> Vec<usize> {
+    ) -> Vec<EventId> {
         let packs = self.cx.packs;
         let n = chain.segs.len();
         // Candidate anchors, with whether each starts a command (a new
@@ -203,7 +203,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         for (anchor, api, end) in matched {
             let view = View::new(self, chain, anchor, end, t, Need::ALL);
             let event = self.event(chain, &facts, &view, api, top, use_);
-            let id = self.model.events.len();
+            let id = EventId::of(self.model.events.len());
             // Matched only because the key is a parameter: a candidate
             // wrapper's inner call, never a site of its own.
             if packs.api(api).needs_lock_name && !self.lockish(&view, packs.api(api), &[]) {
@@ -345,7 +345,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         let expiry = view.expiry(api);
         let lockish = self.lockish(view, api, &binding);
         Event {
-            id: 0,
+            id: EventId::default(),
             api: r,
             role: api.role,
             backend: packs.pack(r).backend.clone(),

@@ -166,7 +166,7 @@ pub(super) struct Binding<'ast> {
     pub ty: Option<String>,
     /// Events classified at the binding's own statement: a fuller view of
     /// the same builder (where it runs) replaces them.
-    pub builder_events: Vec<usize>,
+    pub builder_events: Vec<super::super::event::EventId>,
     /// Fields assigned through the binding after it was declared
     /// (`lease.spec.holder_identity = None;`), in order.
     pub assigned: Vec<(String, bool)>,

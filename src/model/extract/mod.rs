@@ -245,7 +245,7 @@ fn run<'ast>(
     let mut dead = HashSet::new();
     let mut returns = HashMap::new();
     for item in fns {
-        let f = model.fns.len();
+        let f = FnId::of(model.fns.len());
         let span = item.full_span(cx.src);
         model.fns.push(FnModel {
             name: item.name.clone(),
@@ -388,21 +388,21 @@ fn passed_on(w: &Walker, item: &FnItem) -> Option<Wrapper> {
 /// that contains or consumes it (a SQL text bound to a local, then
 /// converted, then prepared), the innermost is the call; the others are
 /// dropped.
-fn outer_duplicates(model: &FileModel, dead: &mut HashSet<usize>) {
-    let mut by_api: std::collections::BTreeMap<(usize, usize, usize), Vec<usize>> =
+fn outer_duplicates(model: &FileModel, dead: &mut HashSet<EventId>) {
+    let mut by_api: std::collections::BTreeMap<(FnId, usize, usize), Vec<EventId>> =
         Default::default();
-    for (i, e) in model.events.iter().enumerate() {
-        if !dead.contains(&i) {
+    for e in &model.events {
+        if !dead.contains(&e.id) {
             by_api
                 .entry((e.func, e.api.pack, e.api.api))
                 .or_default()
-                .push(i);
+                .push(e.id);
         }
     }
     for ids in by_api.values_mut().filter(|v| v.len() > 1) {
-        let span = |i: usize| model.events[i].span;
+        let span = |i: EventId| model.events[i].span;
         ids.sort_by_key(|&i| (span(i).start.offset, std::cmp::Reverse(span(i).end.offset)));
-        let mut open: Vec<usize> = Vec::new();
+        let mut open: Vec<EventId> = Vec::new();
         for &i in ids.iter() {
             while open
                 .last()
@@ -422,24 +422,24 @@ fn outer_duplicates(model: &FileModel, dead: &mut HashSet<usize>) {
 
 /// Drops events replaced by a fuller view of the same builder, renumbering
 /// the rest.
-fn remove_dead(model: &mut FileModel, dead: &HashSet<usize>) {
+fn remove_dead(model: &mut FileModel, dead: &HashSet<EventId>) {
     if dead.is_empty() {
         return;
     }
-    let mut remap = vec![None; model.events.len()];
+    let mut remap: Vec<Option<EventId>> = vec![None; model.events.len()];
     let mut events = Vec::new();
-    for (i, e) in model.events.drain(..).enumerate() {
-        if !dead.contains(&i) {
-            remap[i] = Some(events.len());
+    for e in model.events.drain(..) {
+        if !dead.contains(&e.id) {
+            remap[e.id.index()] = Some(EventId::of(events.len()));
             events.push(e);
         }
     }
     for (i, e) in events.iter_mut().enumerate() {
-        e.id = i;
+        e.id = EventId::of(i);
     }
     model.events = events;
-    let keep = |ids: &mut Vec<usize>| {
-        *ids = ids.iter().filter_map(|&i| remap[i]).collect();
+    let keep = |ids: &mut Vec<EventId>| {
+        *ids = ids.iter().filter_map(|&i| remap[i.index()]).collect();
     };
     for f in &mut model.fns {
         keep(&mut f.events);

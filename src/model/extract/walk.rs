@@ -22,11 +22,11 @@ pub(super) struct Walker<'a, 'c, 'ast> {
     pub cx: &'a Cx<'c, 'ast>,
     pub model: &'a mut FileModel,
     /// Events replaced by a fuller view of the same builder.
-    pub dead: &'a mut HashSet<usize>,
-    pub f: usize,
+    pub dead: &'a mut HashSet<EventId>,
+    pub f: FnId,
     pub fn_lockish: bool,
     pub locals: LocalTable<'ast>,
-    pub guards: Vec<usize>,
+    pub guards: Vec<GuardId>,
     pub stmt_line: usize,
     /// Expressions being walked, outermost first: bounded so that machine-
     /// generated code (a 20,000-term `a + b + …`) cannot exhaust the stack.
@@ -38,7 +38,7 @@ pub(super) struct Walker<'a, 'c, 'ast> {
     /// The initialiser of the `let` being walked, and the events classified
     /// on it: a builder bound there is replaced where it runs.
     pub let_init: Option<*const Expr>,
-    pub let_events: Vec<usize>,
+    pub let_events: Vec<EventId>,
     /// Strings each function of the file returns, and strings stored in
     /// each field name, from the previous walk of the file.
     pub known: &'a KnownStrings,
@@ -51,13 +51,13 @@ pub(super) struct Walker<'a, 'c, 'ast> {
     /// Identifiers of the values this function hands back.
     pub returned_mentions: BTreeSet<String>,
     /// Events made on a value this function hands back.
-    pub returned_events: Vec<usize>,
+    pub returned_events: Vec<EventId>,
     /// Parameter names of the function being walked.
     pub params: Vec<String>,
     /// Events matched only because their key is a parameter (see
     /// `key_from_param`): dropped after the walk, kept only as a wrapper's
     /// inner call.
-    pub provisional: Vec<usize>,
+    pub provisional: Vec<EventId>,
     /// What this walk learns of them (for the next walk).
     pub learned: &'a mut KnownStrings,
 }
@@ -100,12 +100,12 @@ impl NameStrings for Walker<'_, '_, '_> {
 /// made of it (its callers judge the command where they run it).
 pub(super) struct Returned<'ast> {
     pub builder: Builder<'ast>,
-    pub events: Vec<usize>,
+    pub events: Vec<EventId>,
 }
 
 /// A condition being walked: the events created inside it belong to it.
 pub(super) struct GuardMark {
-    guard: usize,
+    guard: GuardId,
     first_event: usize,
 }
 
@@ -172,7 +172,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         *entry = strings.union(&[*entry, s]);
     }
 
-    fn note_return(&mut self, e: &'ast Expr, mut events: Vec<usize>) {
+    fn note_return(&mut self, e: &'ast Expr, mut events: Vec<EventId>) {
         let s = self.value_strings(e);
         if s != SetId::EMPTY {
             let strings = &self.cx.strings;
@@ -455,14 +455,16 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             events: Vec::new(),
         });
         GuardMark {
-            guard: f.guards.len() - 1,
+            guard: GuardId::of(f.guards.len() - 1),
             first_event: self.model.events.len(),
         }
     }
 
     /// Events created since [`Self::guard_start`] belong to the condition.
-    fn guard_end(&mut self, g: GuardMark) -> usize {
-        let ids: Vec<usize> = (g.first_event..self.model.events.len()).collect();
+    fn guard_end(&mut self, g: GuardMark) -> GuardId {
+        let ids: Vec<EventId> = (g.first_event..self.model.events.len())
+            .map(EventId::of)
+            .collect();
         self.model.fns[self.f].guards[g.guard].events = ids;
         g.guard
     }

@@ -25,7 +25,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         chain: &Chain<'ast>,
         top: &'ast Expr,
         use_: &Use,
-    ) -> Vec<usize> {
+    ) -> Vec<EventId> {
         if self.wrappers.is_empty() || chain.resolved {
             return Vec::new();
         }
@@ -148,7 +148,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         ev.mentions.extend(mentions(chain.root_expr));
         ev.receiver = keys::compact(chain.root_expr);
         ev.wrapper_fn_line = Some(w.fn_line);
-        let id = self.model.events.len();
+        let id = EventId::of(self.model.events.len());
         ev.id = id;
         self.model.events.push(ev);
         self.model.fns[self.f].events.push(id);
