@@ -75,24 +75,57 @@ fn module_of(path: &Path) -> Option<String> {
     Some(name.replace('-', "_"))
 }
 
-/// What one pass over a file's text finds: every identifier, and those
-/// that are called (followed by `(`, after spaces and a turbofish), each
-/// with whether a `.` comes before it (a method call). Linear in the text,
-/// whatever the number of wrappers: a hostile crate with thousands of
-/// them and thousands of files costs one scan per file.
+/// What one pass over a file's text finds: every identifier, those that
+/// are called (followed by `(`, after spaces and a turbofish), each with
+/// whether a `.` comes before it (a method call), and every name written
+/// after a path (`locks::acquire_lock`, and each name of `use
+/// locks::{acquire_lock, release}`; `*` for a glob) with the identifier
+/// before its `::`. Linear in the text, whatever the number of wrappers: a
+/// hostile crate with thousands of them and thousands of files costs one
+/// scan per file.
 #[derive(Default)]
 struct Scan<'t> {
     words: HashSet<&'t str>,
     calls: HashSet<(&'t str, bool)>,
+    qualified: HashSet<(&'t str, &'t str)>,
 }
+
+/// Deepest `{` nesting followed for `use` lists.
+const MAX_BRACES: usize = 256;
 
 fn scan(text: &str) -> Scan<'_> {
     let ident = |c: char| c.is_alphanumeric() || c == '_';
     let mut out = Scan::default();
     let mut rest = text;
     let mut offset = 0;
+    // The last identifier, and the qualifier of each open `{` (`Some` for
+    // `path::{`, `None` for any other brace).
+    let mut last: Option<&str> = None;
+    let mut braces: Vec<Option<&str>> = Vec::new();
     while let Some(start) = rest.find(|c: char| ident(c)) {
         let from = offset + start;
+        let between = &text[offset..from];
+        // Braces between the last identifier and this one.
+        for (i, c) in between.char_indices() {
+            match c {
+                '{' => {
+                    let before = between[..i].trim_end();
+                    let q = before.ends_with("::").then_some(last).flatten();
+                    if braces.len() < MAX_BRACES {
+                        braces.push(q);
+                    }
+                }
+                '}' => {
+                    braces.pop();
+                }
+                _ => {}
+            }
+        }
+        if let Some(q) = last {
+            if between.trim_start().starts_with("::*") {
+                out.qualified.insert((q, "*"));
+            }
+        }
         let len = text[from..]
             .find(|c: char| !ident(c))
             .unwrap_or(text.len() - from);
@@ -101,9 +134,20 @@ fn scan(text: &str) -> Scan<'_> {
         rest = &text[offset..];
         // A number is not a name.
         if word.starts_with(|c: char| c.is_ascii_digit()) {
+            last = None;
             continue;
         }
         out.words.insert(word);
+        let qualifier = if between.trim() == "::" {
+            last
+        } else if between.contains(',') || between.trim_end().ends_with('{') {
+            braces.last().copied().flatten()
+        } else {
+            None
+        };
+        if let Some(q) = qualifier {
+            out.qualified.insert((q, word));
+        }
         let after = rest.trim_start();
         let after = match after.strip_prefix("::<") {
             Some(r) => r.find('>').map_or("", |i| r[i + 1..].trim_start()),
@@ -113,6 +157,7 @@ fn scan(text: &str) -> Scan<'_> {
             let dotted = text[..from].trim_end().ends_with('.');
             out.calls.insert((word, dotted));
         }
+        last = Some(word);
     }
     out
 }
@@ -123,7 +168,13 @@ struct Needles(Option<aho_corasick::AhoCorasick>);
 impl Needles {
     fn new<'a>(words: impl Iterator<Item = &'a str>) -> Needles {
         let words: BTreeSet<&str> = words.filter(|w| !w.is_empty()).collect();
-        Needles(aho_corasick::AhoCorasick::new(words).ok())
+        // A DFA: the words are few, and every file of the crate is searched.
+        Needles(
+            aho_corasick::AhoCorasickBuilder::new()
+                .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+                .build(words)
+                .ok(),
+        )
     }
 
     /// Whether one of the words occurs in `text`; without an automaton
@@ -257,11 +308,16 @@ pub fn follow_wrappers<'e>(
                         .iter()
                         .filter_map(|&(name, dotted)| {
                             let (def, w) = crate_wrappers.get(name)?;
-                            let word = if w.method { &w.owner } else { &w.module };
-                            (*def != i
-                                && w.method == dotted
-                                && word.as_deref().is_some_and(|o| found.words.contains(o)))
-                            .then(|| (name.to_string(), w.clone()))
+                            let reached = if w.method {
+                                w.owner.as_deref().is_some_and(|o| found.words.contains(o))
+                            } else {
+                                w.module.as_deref().is_some_and(|m| {
+                                    found.qualified.contains(&(m, name))
+                                        || found.qualified.contains(&(m, "*"))
+                                })
+                            };
+                            (*def != i && w.method == dotted && reached)
+                                .then(|| (name.to_string(), w.clone()))
                         })
                         .collect();
                     let before = imported.get(&i);
@@ -357,6 +413,25 @@ mod tests {
         let s = scan("use crate::locks::acquire_lock;");
         assert!(s.calls.is_empty());
         assert!(s.words.contains("acquire_lock"));
+    }
+
+    #[test]
+    fn names_are_known_with_the_path_before_them() {
+        let s = scan("use crate::locks::{self, acquire_lock, b::{c, d}, e};\nuse x::y::*;\nfn f() { locks::release(k); g(a, b); }");
+        for pair in [
+            ("crate", "locks"),
+            ("locks", "self"),
+            ("locks", "acquire_lock"),
+            ("b", "c"),
+            ("b", "d"),
+            ("locks", "e"),
+            ("y", "*"),
+            ("locks", "release"),
+        ] {
+            assert!(s.qualified.contains(&pair), "{pair:?}");
+        }
+        assert!(!s.qualified.iter().any(|(_, n)| *n == "g"));
+        assert!(!s.qualified.iter().any(|(q, _)| *q == "f"));
     }
 
     #[test]
