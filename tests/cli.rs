@@ -1928,26 +1928,52 @@ fn a_lock_crates_own_source_is_evidence_for_it() {
     assert_eq!(unfiltered.stdout, run.stdout);
 }
 
-/// Covers #13: wrappers defined in one file of a crate and called in
-/// another, also a wrapper of a wrapper in a third file. Every line marked
-/// `//~ check-id` in the project is reported, and nothing else: not the
-/// wrappers' inner calls, not a method of another type with the same name,
-/// not a same-named function of another file.
-#[test]
-fn wrappers_in_other_files_of_the_crate_are_lock_sites() {
-    let dir = project("wrapped");
+/// Every `.rs` file under `dir`, relative to it, sorted.
+fn rust_files(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                todo.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(
+                    p.strip_prefix(dir)
+                        .unwrap()
+                        .to_string_lossy()
+                        .replace('\\', "/"),
+                );
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Checks a fixture project and compares its findings with the lines
+/// marked `//~ check-id, ..` in its files: no missing, no extra finding.
+fn project_matches_its_markers(name: &str, min_files: usize) {
+    let dir = project(name);
     let r = lockaudit(&dir, &["check", "--format", "json", "."]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     let json: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let files = rust_files(&dir);
+    assert!(files.len() >= min_files, "{files:?}");
     let mut found: Vec<(String, u64, String)> = json["findings"]
         .as_array()
         .unwrap()
         .iter()
         .map(|f| {
-            // Paths are relative to the repository root: keep `src/…`.
+            // Paths are relative to the repository root: keep the part
+            // inside the project.
             let path = f["path"].as_str().unwrap();
+            let inside = files
+                .iter()
+                .find(|rel| path.ends_with(rel.as_str()))
+                .unwrap_or_else(|| panic!("{path} is not a file of {name}"));
             (
-                path[path.rfind("src/").unwrap()..].to_string(),
+                inside.clone(),
                 f["line"].as_u64().unwrap(),
                 f["check"].as_str().unwrap().to_string(),
             )
@@ -1955,20 +1981,34 @@ fn wrappers_in_other_files_of_the_crate_are_lock_sites() {
         .collect();
     found.sort();
     let mut expected = Vec::new();
-    let mut files: Vec<String> = std::fs::read_dir(dir.join("src"))
-        .unwrap()
-        .map(|e| format!("src/{}", e.unwrap().file_name().to_string_lossy()))
-        .collect();
-    files.sort();
-    assert!(files.len() >= 5, "{files:?}");
     for file in &files {
         let text = std::fs::read_to_string(dir.join(file)).unwrap();
         for (i, line) in text.lines().enumerate() {
-            if let Some((_, id)) = line.split_once("//~ ") {
-                expected.push((file.clone(), i as u64 + 1, id.trim().to_string()));
+            if let Some((_, ids)) = line.split_once("//~ ") {
+                for id in ids.split(',') {
+                    expected.push((file.clone(), i as u64 + 1, id.trim().to_string()));
+                }
             }
         }
     }
     expected.sort();
     assert_eq!(found, expected);
+}
+
+/// Covers #13: wrappers defined in one file of a crate and called in
+/// another, also a wrapper of a wrapper in a third file. Every line marked
+/// `//~ check-id` in the project is reported, and nothing else: not the
+/// wrappers' inner calls, not a method of another type with the same name,
+/// not a same-named function of another file.
+#[test]
+fn wrappers_in_other_files_of_the_crate_are_lock_sites() {
+    project_matches_its_markers("wrapped", 5);
+}
+
+/// Covers #13: two crates of one workspace each define `acquire_lock`; a
+/// caller in each gets its own crate's, so the in-process helper of one
+/// is never read as the other's Redis lock.
+#[test]
+fn same_named_wrappers_of_two_crates_do_not_mix() {
+    project_matches_its_markers("workspace", 6);
 }
