@@ -189,12 +189,45 @@ impl Needles {
 /// callers are audited in the next round.
 const MAX_ROUNDS: usize = 4;
 
-type ByCrate = HashMap<PathBuf, HashMap<String, (usize, Wrapper)>>;
+/// What the files of one crate offer each other, by name: wrappers, and
+/// statement texts (SQL, Lua) kept in a constant or returned by a function.
+#[derive(Default)]
+struct Offers {
+    wrappers: HashMap<String, (usize, Wrapper)>,
+    /// (defining file, its module, the texts).
+    texts: HashMap<String, (usize, Option<String>, Vec<String>)>,
+}
 
-/// Per crate, the wrappers exactly one file defines (a name two files
-/// define is ambiguous and followed nowhere).
+type ByCrate = HashMap<PathBuf, Offers>;
+
+/// What one file is audited knowing.
+#[derive(Default, Clone)]
+struct Given {
+    wrappers: HashMap<String, Wrapper>,
+    texts: HashMap<String, Vec<String>>,
+}
+
+impl Given {
+    fn same_names(&self, other: &Given) -> bool {
+        self.wrappers.len() == other.wrappers.len()
+            && self.texts.len() == other.texts.len()
+            && self.wrappers.keys().all(|k| other.wrappers.contains_key(k))
+            && self.texts.keys().all(|k| other.texts.contains_key(k))
+    }
+
+    fn is_empty(&self) -> bool {
+        self.wrappers.is_empty() && self.texts.is_empty()
+    }
+}
+
+/// (crate, name) → each file offering it, with what it offers.
+type Defs<T> = BTreeMap<(PathBuf, String), Vec<(usize, T)>>;
+
+/// Per crate, what exactly one file offers under each name (a name two
+/// files offer is ambiguous and followed nowhere).
 fn unambiguous(files: &[Audited], crate_of: &[Option<PathBuf>]) -> ByCrate {
-    let mut defs: BTreeMap<(PathBuf, String), Vec<(usize, Wrapper)>> = BTreeMap::new();
+    let mut wrappers: Defs<Wrapper> = BTreeMap::new();
+    let mut texts: Defs<Vec<String>> = BTreeMap::new();
     for (i, f) in files.iter().enumerate() {
         let Some(root) = &crate_of[i] else { continue };
         for (name, w) in &f.outcome.wrappers {
@@ -202,21 +235,77 @@ fn unambiguous(files: &[Audited], crate_of: &[Option<PathBuf>]) -> ByCrate {
             if w.imported {
                 continue;
             }
-            defs.entry((root.clone(), name.clone()))
+            wrappers
+                .entry((root.clone(), name.clone()))
                 .or_default()
                 .push((i, w.clone()));
         }
+        for (name, t) in &f.outcome.texts {
+            texts
+                .entry((root.clone(), name.clone()))
+                .or_default()
+                .push((i, t.clone()));
+        }
     }
     let mut by_crate: ByCrate = HashMap::new();
-    for ((root, name), mut list) in defs {
+    for ((root, name), mut list) in wrappers {
         if list.len() == 1 {
             let (i, mut w) = list.pop().expect("one");
             w.imported = true;
             w.module = module_of(&files[i].path);
-            by_crate.entry(root).or_default().insert(name, (i, w));
+            by_crate
+                .entry(root)
+                .or_default()
+                .wrappers
+                .insert(name, (i, w));
+        }
+    }
+    for ((root, name), mut list) in texts {
+        if list.len() == 1 {
+            let (i, t) = list.pop().expect("one");
+            let module = module_of(&files[i].path);
+            by_crate
+                .entry(root)
+                .or_default()
+                .texts
+                .insert(name, (i, module, t));
         }
     }
     by_crate
+}
+
+/// What file `i` reaches of its crate's offers, by what its text says.
+fn given_to(i: usize, found: &Scan, offers: &Offers) -> Given {
+    let by_path = |m: &Option<String>, name: &str| {
+        m.as_deref().is_some_and(|m| {
+            found.qualified.contains(&(m, name)) || found.qualified.contains(&(m, "*"))
+        })
+    };
+    let wrappers = found
+        .calls
+        .iter()
+        .filter_map(|&(name, dotted)| {
+            let (def, w) = offers.wrappers.get(name)?;
+            // A method is followed only on a receiver of its type, so the
+            // file must name that type; a function is reached through its
+            // module's path (`locks::acquire_lock`, a `use` of it).
+            let reached = if w.method {
+                w.owner.as_deref().is_some_and(|o| found.words.contains(o))
+            } else {
+                by_path(&w.module, name)
+            };
+            (*def != i && w.method == dotted && reached).then(|| (name.to_string(), w.clone()))
+        })
+        .collect();
+    let texts = offers
+        .texts
+        .iter()
+        .filter(|(name, (def, module, _))| {
+            *def != i && found.words.contains(name.as_str()) && by_path(module, name)
+        })
+        .map(|(name, (_, _, t))| (name.clone(), t.clone()))
+        .collect();
+    Given { wrappers, texts }
 }
 
 /// Runs the two passes over `files`, replacing the outcomes of the files
@@ -232,7 +321,10 @@ pub fn follow_wrappers<'e>(
     read: &(dyn Fn(&Path, usize) -> Option<Vec<u8>> + Sync),
 ) {
     use rayon::prelude::*;
-    if files.iter().all(|f| f.outcome.wrappers.is_empty()) {
+    if files
+        .iter()
+        .all(|f| f.outcome.wrappers.is_empty() && f.outcome.texts.is_empty())
+    {
         return;
     }
     let mut roots = Roots::default();
@@ -242,18 +334,20 @@ pub fn follow_wrappers<'e>(
         .map(|f| Some(roots.of(&f.path, cwd).unwrap_or_default()))
         .collect();
     // What each file was last audited knowing.
-    let mut imported: HashMap<usize, HashMap<String, Wrapper>> = HashMap::new();
+    let mut imported: HashMap<usize, Given> = HashMap::new();
     let mut seen: HashSet<(PathBuf, String)> = HashSet::new();
     let mut by_crate = ByCrate::new();
     for _ in 0..MAX_ROUNDS {
         let next = unambiguous(files, &crate_of);
-        // The names new this round: only a file holding one can call more
+        // The names new this round: only a file holding one can reach more
         // than it was audited knowing.
         let fresh: HashMap<&PathBuf, Vec<&str>> = next
             .iter()
-            .map(|(root, ws)| {
-                let names = ws
+            .map(|(root, offers)| {
+                let names = offers
+                    .wrappers
                     .keys()
+                    .chain(offers.texts.keys())
                     .filter(|n| !seen.contains(&(root.clone(), (*n).clone())))
                     .map(String::as_str)
                     .collect::<Vec<_>>();
@@ -266,73 +360,58 @@ pub fn follow_wrappers<'e>(
             break;
         }
         // Per crate, the words a caller's text must hold before it is
-        // scanned: a new wrapper's name, and a type or module that reaches
-        // a wrapper. Most files hold neither, and a substring search is far
-        // cheaper than a scan.
+        // scanned: a new name, and a type or module that reaches an offer.
+        // Most files hold neither, and a substring search is far cheaper
+        // than a scan.
         let needles: HashMap<&PathBuf, (Needles, Needles)> = fresh
             .iter()
             .map(|(root, names)| {
-                let reach = Needles::new(next[*root].values().filter_map(|(_, w)| {
-                    if w.method {
-                        w.owner.as_deref()
-                    } else {
-                        w.module.as_deref()
-                    }
-                }));
+                let offers = &next[*root];
+                let reach = Needles::new(
+                    offers
+                        .wrappers
+                        .values()
+                        .filter_map(|(_, w)| {
+                            if w.method {
+                                w.owner.as_deref()
+                            } else {
+                                w.module.as_deref()
+                            }
+                        })
+                        .chain(offers.texts.values().filter_map(|(_, m, _)| m.as_deref())),
+                );
                 (*root, (Needles::new(names.iter().copied()), reach))
             })
             .collect();
-        // Pass 1: the callers, each audited knowing the wrappers it calls
-        // (and no others: what a file is given is bounded by what it says).
+        // Pass 1: the files that reach an offer, each audited knowing what
+        // it reaches (and nothing else: what a file is given is bounded by
+        // what it says).
         let none = HashSet::new();
-        let redone: Vec<(usize, HashMap<String, Wrapper>, FileOutcome)> = pool.install(|| {
+        let redone: Vec<(usize, Given, FileOutcome)> = pool.install(|| {
             (0..files.len())
                 .into_par_iter()
                 .filter_map(|i| {
                     let root = crate_of[i].as_ref()?;
                     let (names, reach) = needles.get(root)?;
-                    let crate_wrappers = next.get(root)?;
+                    let offers = next.get(root)?;
                     let f = &files[i];
                     let bytes = read(&f.path, f.scope)?;
                     if !names.in_text(&bytes) || !reach.in_text(&bytes) {
                         return None;
                     }
                     let text = String::from_utf8_lossy(&bytes);
-                    let found = scan(&text);
-                    // A method is followed only on a receiver of its type,
-                    // so the file must name that type; a function is
-                    // reached by a `use` of its module or a path through
-                    // it, so the file must name that module.
-                    let given: HashMap<String, Wrapper> = found
-                        .calls
-                        .iter()
-                        .filter_map(|&(name, dotted)| {
-                            let (def, w) = crate_wrappers.get(name)?;
-                            let reached = if w.method {
-                                w.owner.as_deref().is_some_and(|o| found.words.contains(o))
-                            } else {
-                                w.module.as_deref().is_some_and(|m| {
-                                    found.qualified.contains(&(m, name))
-                                        || found.qualified.contains(&(m, "*"))
-                                })
-                            };
-                            (*def != i && w.method == dotted && reached)
-                                .then(|| (name.to_string(), w.clone()))
-                        })
-                        .collect();
-                    let before = imported.get(&i);
-                    let same = match before {
-                        Some(b) => {
-                            b.len() == given.len() && given.keys().all(|k| b.contains_key(k))
-                        }
+                    let given = given_to(i, &scan(&text), offers);
+                    let same = match imported.get(&i) {
+                        Some(before) => given.same_names(before),
                         None => given.is_empty(),
                     };
                     if same {
                         return None;
                     }
                     let cross = Cross {
-                        imported: &given,
+                        imported: &given.wrappers,
                         called_elsewhere: &none,
+                        texts: &given.texts,
                     };
                     let out =
                         engine(f.scope).check_bytes_with(&f.shown, &bytes, inventory, Some(&cross));
@@ -358,11 +437,11 @@ pub fn follow_wrappers<'e>(
     // Which wrappers the callers used, per defining file.
     let mut called: HashMap<usize, HashSet<String>> = HashMap::new();
     for i in imported.keys() {
-        let Some(crate_wrappers) = crate_of[*i].as_ref().and_then(|r| by_crate.get(r)) else {
+        let Some(offers) = crate_of[*i].as_ref().and_then(|r| by_crate.get(r)) else {
             continue;
         };
         for name in &files[*i].outcome.wrappers_called {
-            if let Some((def, _)) = crate_wrappers.get(name) {
+            if let Some((def, _)) = offers.wrappers.get(name) {
                 if def != i {
                     called.entry(*def).or_default().insert(name.clone());
                 }
@@ -378,10 +457,12 @@ pub fn follow_wrappers<'e>(
             .filter_map(|(i, names)| {
                 let f = &files[*i];
                 let bytes = read(&f.path, f.scope)?;
-                let empty = HashMap::new();
+                let empty = Given::default();
+                let given = imported.get(i).unwrap_or(&empty);
                 let cross = Cross {
-                    imported: imported.get(i).unwrap_or(&empty),
+                    imported: &given.wrappers,
                     called_elsewhere: names,
+                    texts: &given.texts,
                 };
                 Some((
                     *i,

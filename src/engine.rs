@@ -31,6 +31,8 @@ pub struct Cross<'a> {
     pub imported: &'a std::collections::HashMap<String, crate::model::Wrapper>,
     /// This file's wrappers that they call.
     pub called_elsewhere: &'a std::collections::HashSet<String>,
+    /// Statement texts they keep under a name this file uses.
+    pub texts: &'a std::collections::HashMap<String, Vec<String>>,
 }
 
 /// One file's outcome.
@@ -47,6 +49,8 @@ pub struct FileOutcome {
     pub wrappers: Vec<(String, crate::model::Wrapper)>,
     /// The wrappers it calls, by name.
     pub wrappers_called: Vec<String>,
+    /// Statement texts its constants and functions hold, by name.
+    pub texts: Vec<(String, Vec<String>)>,
 }
 
 impl Engine<'_> {
@@ -178,6 +182,7 @@ impl Engine<'_> {
                 own_crate: own_crate.as_deref(),
                 imported: cross.map(|c| c.imported),
                 called_elsewhere: cross.map(|c| c.called_elsewhere),
+                imported_texts: cross.map(|c| c.texts),
                 ..Options::new(&self.settings.lock_name)
             },
         );
@@ -234,6 +239,7 @@ impl Engine<'_> {
         out.locks = locks;
         out.wrappers = model.wrappers.clone();
         out.wrappers_called = model.wrappers_called.clone();
+        out.texts = model.texts.clone();
         out
     }
 

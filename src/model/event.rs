@@ -224,6 +224,9 @@ pub struct FileModel {
     pub wrappers: Vec<(String, Wrapper)>,
     /// Names of wrappers this file calls (its own and other files').
     pub wrappers_called: Vec<String>,
+    /// Statement texts (SQL, Lua) its constants and functions hold, by
+    /// name, for the other files of the crate.
+    pub texts: Vec<(String, Vec<String>)>,
     /// The line of a statement whose expressions nest deeper than the
     /// extractor walks: the model is incomplete.
     pub too_deep: Option<usize>,

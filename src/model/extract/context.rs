@@ -36,6 +36,9 @@ pub(super) struct Cx<'a, 'ast> {
     /// methods are that crate's API.
     pub in_lock_crate: bool,
     const_sets: RefCell<HashMap<String, Option<SetId>>>,
+    /// Texts other files of the crate keep under a name (a constant, a
+    /// function's return value).
+    pub imported_texts: HashMap<String, SetId>,
 }
 
 impl<'a, 'ast> Cx<'a, 'ast> {
@@ -46,8 +49,21 @@ impl<'a, 'ast> Cx<'a, 'ast> {
         own_crate: Option<&str>,
         index: &'ast Index<'ast>,
         text_only: Vec<ApiRef>,
+        imported_texts: Option<&HashMap<String, Vec<String>>>,
     ) -> Self {
+        let strings = Strings::default();
+        let imported_texts = imported_texts
+            .map(|m| {
+                m.iter()
+                    .map(|(n, texts)| {
+                        let ids = texts.iter().map(|t| strings.intern(t)).collect();
+                        (n.clone(), strings.set_of(ids))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
         Cx {
+            imported_texts,
             packs,
             src,
             lock_name,
@@ -66,7 +82,7 @@ impl<'a, 'ast> Cx<'a, 'ast> {
             types: &index.types,
             fields: &index.fields,
             methods: &index.methods,
-            strings: Strings::default(),
+            strings,
             in_lock_crate: own_crate.is_some(),
             const_sets: RefCell::default(),
         }
@@ -79,7 +95,9 @@ impl<'a, 'ast> Cx<'a, 'ast> {
         if let Some(s) = self.const_sets.borrow().get(name) {
             return *s;
         }
-        let e = *self.consts.get(name)?;
+        let Some(&e) = self.consts.get(name) else {
+            return self.imported_texts.get(name).copied();
+        };
         // Mark as in progress: a cycle sees no strings.
         self.const_sets
             .borrow_mut()

@@ -117,6 +117,16 @@ impl Strings {
         set == SetId::EMPTY
     }
 
+    /// The set's strings, in first-seen order.
+    pub fn list(&self, set: SetId) -> Vec<String> {
+        let sets = self.sets.borrow();
+        let strs = self.strs.borrow();
+        sets[set.0 as usize]
+            .iter()
+            .map(|s| strs[s.0 as usize].to_string())
+            .collect()
+    }
+
     /// The set's strings joined by newlines, in first-seen order.
     pub fn joined(&self, set: SetId) -> Rc<str> {
         if let Some(j) = self.joined.borrow().get(&set) {
@@ -264,6 +274,11 @@ pub(super) trait NameStrings {
     }
     /// Strings stored in a struct field anywhere in the file
     /// (`ElectionSql { campaign: .. }`, `self.sql = ..`).
+    /// What a function of another file of the crate returns, called
+    /// through a path (`sql::unlock_sql()`).
+    fn path_fn_strings(&self, _name: &str) -> Option<SetId> {
+        None
+    }
     fn field_strings(&self, _name: &str) -> Option<SetId> {
         None
     }
@@ -348,11 +363,13 @@ pub(super) fn strings_of(e: &Expr, strings: &Strings, names: &dyn NameStrings) -
         fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
             if let Expr::Path(p) = &*c.func {
                 let n = p.path.segments.len();
+                let name = p.path.segments[n - 1].ident.to_string();
                 if n == 1 || (n == 2 && p.path.segments[0].ident == "Self") {
-                    let name = p.path.segments[n - 1].ident.to_string();
                     if let Some(s) = self.names.fn_strings(&name) {
                         self.sets.push(s);
                     }
+                } else if let Some(s) = self.names.path_fn_strings(&name) {
+                    self.sets.push(s);
                 }
             }
             visit::visit_expr_call(self, c);

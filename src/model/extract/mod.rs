@@ -58,6 +58,9 @@ pub struct Options<'a> {
     /// This file's wrappers that other files of the crate call: their
     /// inner calls are reported at those calls, not again here.
     pub called_elsewhere: Option<&'a HashSet<String>>,
+    /// Statement text (SQL, Lua) other files of the crate keep in a
+    /// constant or return from a function, by name.
+    pub imported_texts: Option<&'a HashMap<String, Vec<String>>>,
 }
 
 impl<'a> Options<'a> {
@@ -67,6 +70,7 @@ impl<'a> Options<'a> {
             own_crate: None,
             imported: None,
             called_elsewhere: None,
+            imported_texts: None,
         }
     }
 }
@@ -94,7 +98,18 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
         }
     }
     // The text shapes (SQL, Lua) whose packs' trigger words the file holds.
-    let hit = packs.triggered(&src.text);
+    // Text another file of the crate gives this one counts as the file's.
+    let mut hit = packs.triggered(&src.text);
+    for text in opts
+        .imported_texts
+        .into_iter()
+        .flat_map(|m| m.values())
+        .flatten()
+    {
+        for (h, t) in hit.iter_mut().zip(packs.triggered(text)) {
+            *h |= t;
+        }
+    }
     let text_only: Vec<_> = packs
         .text_only()
         .iter()
@@ -120,6 +135,7 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
         opts.own_crate,
         &index,
         text_only,
+        opts.imported_texts,
     );
     // The file is walked again (at most twice) when a walk learned what
     // crosses its functions: an unexecuted builder a function returns (its
@@ -173,6 +189,7 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
         if pass == 3 || !(new_builders || new_strings || new_wrappers) {
             let mut own: Vec<(String, Wrapper)> = found.into_iter().collect();
             own.sort_by(|a, b| a.0.cmp(&b.0));
+            model.texts = exported_texts(&cx, &index, &learned);
             model.wrappers = own;
             return model;
         }
@@ -184,6 +201,71 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
         wrappers.extend(found);
     }
 }
+
+/// The statement texts this file offers the other files of its crate: the
+/// strings of each constant, static or function that hold a trigger word
+/// of a lock text shape (`pg_advisory`, `GET_LOCK`, `redis.call`), by name.
+fn exported_texts(cx: &Cx, index: &Index, learned: &KnownStrings) -> Vec<(String, Vec<String>)> {
+    let packs = cx.packs;
+    // Packs with a text shape that is a lock call itself: an effect's text
+    // (an `UPDATE`) only matters beside a lock this file would see anyway.
+    let is_text_pack: Vec<bool> = {
+        use crate::pack::Role;
+        let mut v = vec![false; packs.packs.len()];
+        for &r in packs.text_only() {
+            if !matches!(
+                packs.api(r).role,
+                Role::Effect | Role::FencedEffect | Role::Mint | Role::Token | Role::OwnershipCheck
+            ) {
+                v[r.pack] = true;
+            }
+        }
+        v
+    };
+    let mut out = Vec::new();
+    let mut offer = |name: &str, set: locals::SetId| {
+        let joined = cx.strings.joined(set);
+        if joined.len() > MAX_EXPORTED_TEXT {
+            return;
+        }
+        let hit = packs.triggered(&joined);
+        if hit.iter().zip(&is_text_pack).any(|(h, t)| *h && *t) {
+            out.push((name.to_string(), cx.strings.list(set)));
+        }
+    };
+    let mut consts: Vec<&String> = index.consts.keys().collect();
+    consts.sort();
+    for name in consts {
+        if let Some(set) = cx.const_strings(name) {
+            offer(name, set);
+        }
+    }
+    // A function offers text only when it returns text (`-> String`,
+    // `-> &'static str`): one that runs the statement returns its reply.
+    let returns_text: HashSet<&str> = index
+        .fns
+        .iter()
+        .filter(|f| {
+            f.ret
+                .as_deref()
+                .is_some_and(|t| t.contains("str") || t.contains("String"))
+        })
+        .map(|f| f.name.as_str())
+        .collect();
+    let mut fns: Vec<(&String, &locals::SetId)> = learned
+        .returned
+        .iter()
+        .filter(|(n, _)| returns_text.contains(n.as_str()))
+        .collect();
+    fns.sort_by(|a, b| a.0.cmp(b.0));
+    for (name, set) in fns {
+        offer(name, *set);
+    }
+    out
+}
+
+/// Longest text one name may offer to other files.
+const MAX_EXPORTED_TEXT: usize = 64 * 1024;
 
 /// Whether a walk learned strings that a text shape of this file could be
 /// about: some function now returns, or some field now holds, a set of

@@ -86,10 +86,17 @@ impl NameStrings for Walker<'_, '_, '_> {
         self.cx.const_strings(name)
     }
     fn fn_strings(&self, name: &str) -> Option<SetId> {
-        self.known.returned.get(name).copied()
+        self.known
+            .returned
+            .get(name)
+            .or_else(|| self.cx.imported_texts.get(name))
+            .copied()
     }
     fn field_strings(&self, name: &str) -> Option<SetId> {
         self.known.fields.get(name).copied()
+    }
+    fn path_fn_strings(&self, name: &str) -> Option<SetId> {
+        self.cx.imported_texts.get(name).copied()
     }
     fn is_local_type(&self, name: &str) -> bool {
         self.cx.types.contains(name)
