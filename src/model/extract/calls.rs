@@ -99,7 +99,10 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             let crate_path = n == 1
                 || matches!(first.as_str(), "crate" | "self" | "super" | "Self")
                 || self.cx.modules.contains(&first);
-            if (this_file || crate_path) && !chain.resolved {
+            // `Some(..)`, `Ok(..)`, `Wrapper(..)`: a bare name in upper
+            // camel case constructs a value, it calls no function.
+            let constructor = n == 1 && name.starts_with(|c: char| c.is_ascii_uppercase());
+            if (this_file || crate_path) && !chain.resolved && !constructor {
                 let span = expr_span(self.cx.src, chain.root_expr);
                 self.model.fns[self.f].calls.push(CallSite {
                     name,

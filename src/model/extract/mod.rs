@@ -29,7 +29,7 @@ mod view;
 mod walk;
 mod wrappers;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use regex::Regex;
 use syn::visit::Visit;
@@ -357,7 +357,7 @@ fn run<'ast>(
             learned: &mut learned,
             wrappers,
             wrappers_called: &mut called,
-            returned_mentions: Default::default(),
+            returned_exprs: Vec::new(),
             returned_events: Vec::new(),
             params: item.params.iter().map(|(n, _)| n.clone()).collect(),
             provisional: Vec::new(),
@@ -429,6 +429,20 @@ fn run<'ast>(
 fn passed_on(w: &Walker, item: &FnItem) -> Option<Wrapper> {
     use crate::pack::Role;
     let f = &w.model.fns[w.f];
+    // What the returned values mention, gathered only when a lock call's
+    // result was bound to a name (most functions have none).
+    let bound = f
+        .events
+        .iter()
+        .any(|&i| !w.model.events[i].binding.is_empty());
+    let returned_mentions: BTreeSet<String> = if bound {
+        w.returned_exprs
+            .iter()
+            .flat_map(|e| syntax::mentions(e))
+            .collect()
+    } else {
+        BTreeSet::new()
+    };
     let handed: Vec<&Event> = f
         .events
         .iter()
@@ -443,7 +457,7 @@ fn passed_on(w: &Walker, item: &FnItem) -> Option<Wrapper> {
                     | Role::Renew
                     | Role::Read
             ) && (w.returned_events.contains(&e.id)
-                || e.binding.iter().any(|b| w.returned_mentions.contains(b)))
+                || e.binding.iter().any(|b| returned_mentions.contains(b)))
         })
         .collect();
     let e = *handed.first()?;

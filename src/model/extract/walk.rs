@@ -2,7 +2,7 @@
 //! body once, keeps the [`LocalTable`] in step with Rust's block scoping,
 //! and hands every call chain to the classifier ([`super::classify`]).
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use syn::spanned::Spanned;
 use syn::{Expr, Stmt};
@@ -49,7 +49,7 @@ pub(super) struct Walker<'a, 'c, 'ast> {
     pub wrappers: &'a HashMap<String, Wrapper>,
     pub wrappers_called: &'a mut HashSet<String>,
     /// Identifiers of the values this function hands back.
-    pub returned_mentions: BTreeSet<String>,
+    pub returned_exprs: Vec<&'ast Expr>,
     /// Events made on a value this function hands back.
     pub returned_events: Vec<EventId>,
     /// Parameter names of the function being walked.
@@ -144,7 +144,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         self.expr(e, Use::Value);
         let events = std::mem::take(&mut self.let_events);
         (self.let_init, self.let_events) = outer;
-        self.returned_mentions.extend(mentions(e));
+        self.returned_exprs.push(e);
         self.returned_events.extend(events.iter().copied());
         self.note_return(e, events);
         self.stmt_line = saved;
