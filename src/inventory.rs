@@ -15,6 +15,9 @@ pub struct LockRow {
     pub column: usize,
     pub backend: String,
     pub api: String,
+    /// The team's wrapper(s) the lock is taken through, outermost first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wrapper: Option<String>,
     pub key: String,
     pub purpose: String,
     pub expiry: String,
@@ -63,6 +66,7 @@ fn row(ctx: &CheckCtx, e: &Event) -> LockRow {
         column: e.span.start.column,
         backend: e.backend.clone(),
         api: api.id.clone(),
+        wrapper: e.wrapper.clone(),
         key: e
             .key
             .as_ref()
@@ -150,7 +154,10 @@ pub fn table(rows: &[LockRow], opts: &crate::report::Options) -> String {
         t.add_row(vec![
             format!("{}:{}", crate::escape::text(&r.path), r.line),
             crate::escape::text(&r.backend).into_owned(),
-            crate::escape::text(&r.api).into_owned(),
+            match &r.wrapper {
+                Some(w) => crate::escape::text(&format!("wrapper {w} → {}", r.api)).into_owned(),
+                None => crate::escape::text(&r.api).into_owned(),
+            },
             crate::escape::text(&r.key).into_owned(),
             r.purpose.clone(),
             crate::escape::text(&r.expiry).into_owned(),

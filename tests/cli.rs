@@ -2017,3 +2017,44 @@ fn wrappers_in_other_files_of_the_crate_are_lock_sites() {
 fn same_named_wrappers_of_two_crates_do_not_mix() {
     project_matches_its_markers("workspace", 6);
 }
+
+/// Covers #13: `inventory` names the wrapper a lock is taken through,
+/// every layer of it, next to the API that takes it.
+#[test]
+fn inventory_shows_the_wrappers_a_lock_is_taken_through() {
+    let dir = project("wrapped");
+    let r = lockaudit(&dir, &["inventory", "--format", "json", "."]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let json: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let rows: Vec<(u64, String, Option<String>)> = json["locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["path"].as_str().unwrap().ends_with("src/jobs.rs"))
+        .map(|r| {
+            (
+                r["line"].as_u64().unwrap(),
+                r["api"].as_str().unwrap().to_string(),
+                r["wrapper"].as_str().map(str::to_string),
+            )
+        })
+        .collect();
+    let row = |line: u64| {
+        rows.iter()
+            .find(|r| r.0 == line)
+            .unwrap_or_else(|| panic!("{rows:?}"))
+    };
+    assert_eq!(row(6).2.as_deref(), Some("locks::acquire_lock"));
+    assert_eq!(row(36).2.as_deref(), Some("Locker::try_take"));
+    assert_eq!(
+        row(68).2.as_deref(),
+        Some("service::claim_after → claim_job → locks::acquire_lock")
+    );
+    assert_eq!(row(68).1, "redis.set-nx");
+    let table = lockaudit(&dir, &["inventory", "."]);
+    assert!(
+        table.stdout.contains("wrapper locks::acquire_lock"),
+        "{}",
+        table.stdout
+    );
+}

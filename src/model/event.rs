@@ -147,6 +147,9 @@ pub struct Event {
     /// a lock and hands the outcome back: the first line of that function
     /// (an annotation above it covers this call when the call has none).
     pub wrapper_fn_line: Option<usize>,
+    /// The wrapper called, as its callers reach it (`locks::acquire_lock`,
+    /// `Locker::try_take`), outermost first when one wraps another.
+    pub wrapper: Option<String>,
 }
 
 /// A condition that encloses code (`if c {..}`, `match s {..}`).

@@ -365,6 +365,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             receiver: view.receiver().to_string(),
             purpose: None,
             wrapper_fn_line: None,
+            wrapper: None,
         }
     }
 }

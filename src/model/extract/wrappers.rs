@@ -148,6 +148,29 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         ev.mentions.extend(mentions(chain.root_expr));
         ev.receiver = keys::compact(chain.root_expr);
         ev.wrapper_fn_line = Some(w.fn_line);
+        let called = match (&w.owner, &w.module) {
+            (Some(owner), _) if w.method => format!("{owner}::{name}"),
+            (_, Some(module)) if w.imported => format!("{module}::{name}"),
+            _ => name.clone(),
+        };
+        // A recursive wrapper's inner call is itself: named once.
+        let inner: Vec<String> = ev
+            .wrapper
+            .take()
+            .map(|inner| {
+                inner
+                    .split(" → ")
+                    .skip_while(|w| w.rsplit("::").next() == Some(name.as_str()))
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        ev.wrapper = Some(
+            std::iter::once(called)
+                .chain(inner)
+                .collect::<Vec<_>>()
+                .join(" → "),
+        );
         let id = EventId::of(self.model.events.len());
         ev.id = id;
         self.model.events.push(ev);
