@@ -13,11 +13,17 @@
 //!    expiry, release without owner check). A name defined by two files of
 //!    the crate is ambiguous and followed nowhere; a method is followed only
 //!    on a receiver whose declared type is the wrapper's own type;
+//!    A file that turns out to define a wrapper of another file's wrapper
+//!    brings its callers into a further round (at most [`MAX_ROUNDS`]).
+//!    Statement texts (SQL, Lua) a file keeps in a constant or returns
+//!    from a function are offered the same way, to the files that reach
+//!    them by their module path;
 //! 2. the files that define wrappers called elsewhere are audited again,
 //!    so that the wrapper's inner call is not reported a second time.
 //!
 //! Both passes only re-read files the walk already chose; neither reads
-//! outside them.
+//! outside them (finding a crate root asks whether a `Cargo.toml` exists
+//! in each ancestor directory, and reads none).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -93,6 +99,9 @@ struct Scan<'t> {
 /// Deepest `{` nesting followed for `use` lists.
 const MAX_BRACES: usize = 256;
 
+/// Longest turbofish (`::<..>`) read between a name and its `(`, in bytes.
+const MAX_TURBOFISH: usize = 256;
+
 fn scan(text: &str) -> Scan<'_> {
     let ident = |c: char| c.is_alphanumeric() || c == '_';
     let mut out = Scan::default();
@@ -149,8 +158,13 @@ fn scan(text: &str) -> Scan<'_> {
             out.qualified.insert((q, word));
         }
         let after = rest.trim_start();
+        // A turbofish is short: its `>` is looked for in a bounded window,
+        // so that `a::<a::<a::<…` without one stays linear.
         let after = match after.strip_prefix("::<") {
-            Some(r) => r.find('>').map_or("", |i| r[i + 1..].trim_start()),
+            Some(r) => r.as_bytes()[..r.len().min(MAX_TURBOFISH)]
+                .iter()
+                .position(|&b| b == b'>')
+                .map_or("", |i| r[i + 1..].trim_start()),
             None => after,
         };
         if after.starts_with('(') {
@@ -168,13 +182,9 @@ struct Needles(Option<aho_corasick::AhoCorasick>);
 impl Needles {
     fn new<'a>(words: impl Iterator<Item = &'a str>) -> Needles {
         let words: BTreeSet<&str> = words.filter(|w| !w.is_empty()).collect();
-        // A DFA: the words are few, and every file of the crate is searched.
-        Needles(
-            aho_corasick::AhoCorasickBuilder::new()
-                .kind(Some(aho_corasick::AhoCorasickKind::DFA))
-                .build(words)
-                .ok(),
-        )
+        // The automaton's kind is the library's choice: a DFA for a few
+        // words, a compact NFA when a hostile crate offers thousands.
+        Needles(aho_corasick::AhoCorasick::new(words).ok())
     }
 
     /// Whether one of the words occurs in `text`; without an automaton
@@ -274,6 +284,9 @@ fn unambiguous(files: &[Audited], crate_of: &[Option<PathBuf>]) -> ByCrate {
     by_crate
 }
 
+/// Most statement text one file is given by the others, in bytes.
+const MAX_GIVEN_TEXT: usize = 256 * 1024;
+
 /// What file `i` reaches of its crate's offers, by what its text says.
 fn given_to(i: usize, found: &Scan, offers: &Offers) -> Given {
     let by_path = |m: &Option<String>, name: &str| {
@@ -297,14 +310,25 @@ fn given_to(i: usize, found: &Scan, offers: &Offers) -> Given {
             (*def != i && w.method == dotted && reached).then(|| (name.to_string(), w.clone()))
         })
         .collect();
-    let texts = offers
-        .texts
-        .iter()
-        .filter(|(name, (def, module, _))| {
-            *def != i && found.words.contains(name.as_str()) && by_path(module, name)
-        })
-        .map(|(name, (_, _, t))| (name.clone(), t.clone()))
-        .collect();
+    // Texts by the names the file spells (bounded by the file, not by what
+    // the crate offers), and at most MAX_GIVEN_TEXT bytes of them.
+    let mut texts = HashMap::new();
+    let mut size = 0;
+    let mut names: Vec<&str> = found.words.iter().copied().collect();
+    names.sort_unstable();
+    for name in names {
+        let Some((def, module, t)) = offers.texts.get(name) else {
+            continue;
+        };
+        if *def == i || !by_path(module, name) {
+            continue;
+        }
+        size += t.iter().map(String::len).sum::<usize>();
+        if size > MAX_GIVEN_TEXT {
+            break;
+        }
+        texts.insert(name.to_string(), t.clone());
+    }
     Given { wrappers, texts }
 }
 
@@ -494,6 +518,16 @@ mod tests {
         let s = scan("use crate::locks::acquire_lock;");
         assert!(s.calls.is_empty());
         assert!(s.words.contains("acquire_lock"));
+    }
+
+    #[test]
+    fn an_unclosed_turbofish_costs_its_window_only() {
+        // Each `::<` looks for its `>` in a bounded window: 100,000 of them
+        // without one is one pass, not 100,000 passes over the rest.
+        let text = "a::<".repeat(100_000) + "b(x)";
+        let s = scan(&text);
+        assert!(s.calls.contains(&("b", false)));
+        assert!(s.words.contains("a"));
     }
 
     #[test]

@@ -224,13 +224,20 @@ pub(super) fn place_root(e: &Expr) -> Option<String> {
 }
 
 /// Single-identifier paths an argument names (`patch` in
-/// `&Patch::Merge(&patch)`): the locals whose values it passes on.
+/// `&Patch::Merge(&patch)`): the locals whose values it passes on. A
+/// local only read through a field (`&elector.name`, `&self.name`) passes
+/// on that field, not the object and what was assigned to it.
 pub(super) fn named_locals(e: &Expr) -> Vec<String> {
     struct V(Vec<String>);
     impl<'ast> Visit<'ast> for V {
         fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
             if let Some(i) = p.path.get_ident() {
                 self.0.push(i.to_string());
+            }
+        }
+        fn visit_expr_field(&mut self, f: &'ast syn::ExprField) {
+            if !matches!(&*f.base, Expr::Path(_)) {
+                visit::visit_expr_field(self, f);
             }
         }
         fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}

@@ -223,13 +223,15 @@ fn exported_texts(cx: &Cx, index: &Index, learned: &KnownStrings) -> Vec<(String
         v
     };
     let mut out = Vec::new();
+    let mut total = 0;
     let mut offer = |name: &str, set: locals::SetId| {
         let joined = cx.strings.joined(set);
-        if joined.len() > MAX_EXPORTED_TEXT {
+        if joined.len() > MAX_EXPORTED_TEXT || total + joined.len() > MAX_EXPORTED_TOTAL {
             return;
         }
         let hit = packs.triggered(&joined);
         if hit.iter().zip(&is_text_pack).any(|(h, t)| *h && *t) {
+            total += joined.len();
             out.push((name.to_string(), cx.strings.list(set)));
         }
     };
@@ -266,6 +268,9 @@ fn exported_texts(cx: &Cx, index: &Index, learned: &KnownStrings) -> Vec<(String
 
 /// Longest text one name may offer to other files.
 const MAX_EXPORTED_TEXT: usize = 64 * 1024;
+
+/// Most text one file may offer to other files, all names together.
+const MAX_EXPORTED_TOTAL: usize = 256 * 1024;
 
 /// Whether a walk learned strings that a text shape of this file could be
 /// about: some function now returns, or some field now holds, a set of
