@@ -6,7 +6,7 @@ use crate::directives::{Directives, PurposeLookup};
 use crate::finding::{Finding, Purpose};
 use crate::model::locks::Locks;
 use crate::model::{Event, FileModel, Key};
-use crate::pack::{Api, PackSet};
+use crate::pack::{Api, PackSet, Role};
 use crate::source::SourceFile;
 
 use super::CheckId;
@@ -54,6 +54,20 @@ impl<'a> CheckCtx<'a> {
     /// Acquisitions of the file, in source order.
     pub fn takes(&self) -> impl Iterator<Item = &'a Event> {
         self.model.takes()
+    }
+
+    /// The latest read of `e`'s key before `e` in the same function: the
+    /// first half of a read-then-write.
+    pub fn read_before(&self, e: &Event) -> Option<&'a Event> {
+        let key = e.key.as_ref()?;
+        self.model
+            .fn_events(e.func)
+            .filter(|r| {
+                r.role == Role::Read
+                    && r.span.start.offset < e.span.start.offset
+                    && r.key.as_ref().is_some_and(|k| k.norm == key.norm)
+            })
+            .last()
     }
 
     /// The acquisition a release, renewal, read or token use belongs to

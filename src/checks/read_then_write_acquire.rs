@@ -20,44 +20,37 @@ pub(super) const INFO: CheckInfo = CheckInfo {
 const HELP: &str = "acquire in one atomic step that fails when someone else holds the lock (a create-if-absent or compare-and-set on the server), and check its reply";
 
 fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
-    for (f, _) in ctx.model.fn_ids() {
-        let events: Vec<_> = ctx.model.fn_events(f).collect();
-        for (i, write) in events.iter().enumerate() {
-            if write.role != Role::Write {
-                continue;
-            }
-            let Some(key) = &write.key else { continue };
-            // The read of the same key that the write acts on.
-            let Some(read) = events[..i].iter().rev().find(|r| {
-                r.role == Role::Read && r.key.as_ref().is_some_and(|k| k.norm == key.norm)
-            }) else {
-                continue;
-            };
-            // Cache-aside GET-then-SET on a key that is not a lock stays silent.
-            let api = ctx.api(write);
-            // A shape that is also data access (GET, SET) counts only on a
-            // key that names a lock; a write only lock records take (a
-            // Kubernetes Lease) is one whatever it is called.
-            if api.needs_lock_name && !(write.lockish || read.lockish) {
-                continue;
-            }
-            let finding = ctx
-                .finding(
-                    CheckId::ReadThenWriteAcquire,
-                    write,
-                    format!(
-                        "{} is taken by a read and a separate write: two clients can both see it free and both write",
-                        subject(ctx, write)
-                    ),
-                )
-                .label(format!("`{}` writes the lock without checking, in this same step, that it is still free", call_label(ctx, api, write)))
-                .secondary(read.span, format!("`{}` reads it here, one round trip earlier", call_label(ctx, ctx.api(read), read)));
-            out.push(with_pack_notes(
-                ctx,
-                finding,
+    for write in &ctx.model.events {
+        if write.role != Role::Write {
+            continue;
+        }
+        // The read of the same key that the write acts on.
+        let Some(read) = ctx.read_before(write) else {
+            continue;
+        };
+        // A shape that is also data access (GET, SET) counts only on a key
+        // that names a lock, so cache-aside stays silent; a write to a
+        // Kubernetes Lease is a lock write whatever the Lease is called.
+        let api = ctx.api(write);
+        if api.needs_lock_name && !(write.lockish || read.lockish) {
+            continue;
+        }
+        let finding = ctx
+            .finding(
                 CheckId::ReadThenWriteAcquire,
                 write,
-            ));
-        }
+                format!(
+                    "{} is taken by a read and a separate write: two clients can both see it free and both write",
+                    subject(ctx, write)
+                ),
+            )
+            .label(format!("`{}` writes the lock without checking, in this same step, that it is still free", call_label(ctx, api, write)))
+            .secondary(read.span, format!("`{}` reads it here, one round trip earlier", call_label(ctx, ctx.api(read), read)));
+        out.push(with_pack_notes(
+            ctx,
+            finding,
+            CheckId::ReadThenWriteAcquire,
+            write,
+        ));
     }
 }

@@ -79,12 +79,7 @@ fn overwrites(ctx: &CheckCtx, out: &mut Vec<Finding>) {
         if a.key.as_ref().is_none_or(|k| k.norm != key.norm) {
             continue;
         }
-        let read_before = ctx.model.fn_events(e.func).any(|r| {
-            r.role == Role::Read
-                && r.span.start.offset < e.span.start.offset
-                && r.key.as_ref().is_some_and(|k| k.norm == key.norm)
-        });
-        if read_before {
+        if ctx.read_before(e).is_some() {
             continue;
         }
         let api = ctx.api(e);
