@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use regex::Regex;
 
-use crate::pack::{PackSet, Role};
+use crate::pack::PackSet;
 
 struct Gate {
     needle: usize,
@@ -67,14 +67,7 @@ impl Prefilter {
         let mut gates = Vec::new();
         for pack in &packs.packs {
             for api in &pack.apis {
-                if matches!(
-                    api.role,
-                    Role::Effect
-                        | Role::FencedEffect
-                        | Role::Mint
-                        | Role::Token
-                        | Role::OwnershipCheck
-                ) {
+                if api.role.is_context() {
                     continue;
                 }
                 let m = &api.matcher;

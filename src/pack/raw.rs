@@ -171,6 +171,18 @@ pub enum Role {
     FencedEffect,
 }
 
+impl Role {
+    /// Whether a call of this role only matters next to a lock taken
+    /// elsewhere (an effect, a mint, a token read, an ownership check): on
+    /// its own it leads to no finding.
+    pub fn is_context(self) -> bool {
+        matches!(
+            self,
+            Role::Effect | Role::FencedEffect | Role::Mint | Role::Token | Role::OwnershipCheck
+        )
+    }
+}
+
 /// How to recognise a call. Every given field must match.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]

@@ -210,13 +210,9 @@ fn exported_texts(cx: &Cx, index: &Index, learned: &KnownStrings) -> Vec<(String
     // Packs with a text shape that is a lock call itself: an effect's text
     // (an `UPDATE`) only matters beside a lock this file would see anyway.
     let is_text_pack: Vec<bool> = {
-        use crate::pack::Role;
         let mut v = vec![false; packs.packs.len()];
         for &r in packs.text_only() {
-            if !matches!(
-                packs.api(r).role,
-                Role::Effect | Role::FencedEffect | Role::Mint | Role::Token | Role::OwnershipCheck
-            ) {
+            if !packs.api(r).role.is_context() {
                 v[r.pack] = true;
             }
         }
