@@ -11,7 +11,7 @@ use super::super::keys;
 use super::super::lockname::is_lock_name;
 use super::chain::{Anchor, Chain, Root};
 use super::result_use::{result_use, Use};
-use super::syntax::{mentions, start_span};
+use super::syntax::{end_span, expr_span, mentions};
 use super::walk::Walker;
 use crate::pack::Role;
 
@@ -49,10 +49,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                         name,
                         Anchor::Root,
                         args.clone(),
-                        crate::source::Span {
-                            start: src.span_of(start_span(chain.root_expr)).start,
-                            end: src.span_of(super::syntax::end_span(chain.root_expr)).end,
-                        },
+                        expr_span(src, chain.root_expr),
                     )),
                     _ => None,
                 }
@@ -85,7 +82,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                         s.args().to_vec(),
                         crate::source::Span {
                             start: src.span_of(s.start).start,
-                            end: src.span_of(super::syntax::end_span(s.expr)).end,
+                            end: src.span_of(end_span(s.expr)).end,
                         },
                     )
                 })
@@ -139,7 +136,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         );
         ev.func = self.f;
         ev.span = span;
-        ev.chain_span = super::syntax::expr_span(src, top);
+        ev.chain_span = expr_span(src, top);
         ev.stmt_line = self.stmt_line;
         ev.binding = binding;
         ev.guards = self.guards.clone();
