@@ -98,8 +98,19 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
         }
     }
     // The text shapes (SQL, Lua) whose packs' trigger words the file holds.
-    // Text another file of the crate gives this one counts as the file's.
     let mut hit = packs.triggered(&src.text);
+    // Packs with a text shape that is a lock call itself: an effect's text
+    // (an `UPDATE`) only matters beside a lock this file would see anyway.
+    let mut lock_text = vec![false; packs.packs.len()];
+    for &r in packs.text_only() {
+        if !packs.api(r).role.is_context() {
+            lock_text[r.pack] = true;
+        }
+    }
+    // Only a file that spells such a shape's trigger word can offer its
+    // text to others (a generated file of 100,000 constants spells none).
+    let offers_text = hit.iter().zip(&lock_text).any(|(h, l)| *h && *l);
+    // Text another file of the crate gives this one counts as the file's.
     for text in opts
         .imported_texts
         .into_iter()
@@ -189,7 +200,9 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
         if pass == 3 || !(new_builders || new_strings || new_wrappers) {
             let mut own: Vec<(String, Wrapper)> = found.into_iter().collect();
             own.sort_by(|a, b| a.0.cmp(&b.0));
-            model.texts = exported_texts(&cx, &index, &learned);
+            if offers_text {
+                model.texts = exported_texts(&cx, &index, &learned, &lock_text);
+            }
             model.wrappers = own;
             return model;
         }
@@ -205,19 +218,13 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
 /// The statement texts this file offers the other files of its crate: the
 /// strings of each constant, static or function that hold a trigger word
 /// of a lock text shape (`pg_advisory`, `GET_LOCK`, `redis.call`), by name.
-fn exported_texts(cx: &Cx, index: &Index, learned: &KnownStrings) -> Vec<(String, Vec<String>)> {
+fn exported_texts(
+    cx: &Cx,
+    index: &Index,
+    learned: &KnownStrings,
+    lock_text: &[bool],
+) -> Vec<(String, Vec<String>)> {
     let packs = cx.packs;
-    // Packs with a text shape that is a lock call itself: an effect's text
-    // (an `UPDATE`) only matters beside a lock this file would see anyway.
-    let is_text_pack: Vec<bool> = {
-        let mut v = vec![false; packs.packs.len()];
-        for &r in packs.text_only() {
-            if !packs.api(r).role.is_context() {
-                v[r.pack] = true;
-            }
-        }
-        v
-    };
     let mut out = Vec::new();
     let mut total = 0;
     let mut offer = |name: &str, set: locals::SetId| {
@@ -226,7 +233,7 @@ fn exported_texts(cx: &Cx, index: &Index, learned: &KnownStrings) -> Vec<(String
             return;
         }
         let hit = packs.triggered(&joined);
-        if hit.iter().zip(&is_text_pack).any(|(h, t)| *h && *t) {
+        if hit.iter().zip(lock_text).any(|(h, l)| *h && *l) {
             total += joined.len();
             out.push((name.to_string(), cx.strings.list(set)));
         }
