@@ -159,13 +159,7 @@ struct Cost {
 fn worst(files: &[PathBuf]) {
     let packs = lockaudit::pack::PackSet::builtin();
     let settings = lockaudit::config::Settings::default();
-    let engine = lockaudit::engine::Engine {
-        packs: &packs,
-        settings: &settings,
-        prefilter: None,
-        only: None,
-        resolver: None,
-    };
+    let engine = lockaudit::engine::Engine::new(&packs, &settings);
     let mut costs = Vec::new();
     for p in files {
         let Ok(bytes) = std::fs::read(p) else {

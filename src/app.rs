@@ -19,7 +19,7 @@ use crate::engine::{Engine, FileOutcome};
 use crate::exit::ExitStatus;
 use crate::finding::{Finding, Severity};
 use crate::inventory::LockRow;
-use crate::model::resolve::CrateResolver;
+use crate::model::resolve::Manifests;
 use crate::prefilter::Prefilter;
 use crate::report::{self, Format, Summary};
 use crate::scope::Scopes;
@@ -116,6 +116,9 @@ pub struct Prepared {
     pub file_scope: Vec<usize>,
     /// Files named on the command line: audited even when generated.
     pub named: BTreeSet<PathBuf>,
+    /// Directories named on the command line, absolute: a crate under one
+    /// was walked whole.
+    pub walked_dirs: Vec<PathBuf>,
     pub cwd: PathBuf,
     /// Where the current directory sits in the repository root (the git top
     /// level, else the directory of the nearest config, else the current
@@ -222,6 +225,11 @@ pub fn prepare(paths: &[PathBuf], common: &CommonArgs) -> Result<Prepared, Failu
         crate::escape::eprintln(&format!("note: {n}"));
     }
     let named = paths.iter().filter(|p| p.is_file()).cloned().collect();
+    let walked_dirs = paths
+        .iter()
+        .filter(|p| p.is_dir())
+        .filter_map(|p| std::fs::canonicalize(cwd.join(p)).ok())
+        .collect();
     let root_prefix = root_prefix(&cwd, &scopes);
     let mut root = std::fs::canonicalize(&cwd).unwrap_or_else(|_| cwd.clone());
     for _ in root_prefix.split('/').filter(|s| !s.is_empty()) {
@@ -232,6 +240,7 @@ pub fn prepare(paths: &[PathBuf], common: &CommonArgs) -> Result<Prepared, Failu
         files,
         file_scope,
         named,
+        walked_dirs,
         cwd,
         root_prefix,
         root,
@@ -372,6 +381,7 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
         .collect();
     let mut excluded_modules = 0usize;
     let mut results: Vec<(PathBuf, usize, String, FileResult)> = Vec::new();
+    let manifests = Manifests::new(p.cwd.clone());
     while !queue.is_empty() {
         let round: Vec<(PathBuf, usize, String, FileResult, Vec<PathBuf>)> = {
             let list = &scopes.list;
@@ -382,8 +392,7 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
                         .then(|| Prefilter::new(&s.packs, &s.settings.lock_name))
                 })
                 .collect();
-            let resolvers = resolvers(p, list);
-            let engines = engines(list, &prefilters, &resolvers);
+            let engines = engines(list, &prefilters, &manifests);
             let audit_one = |(path, scope): &(PathBuf, usize)| -> (
                 PathBuf,
                 usize,
@@ -452,7 +461,7 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
         next.sort();
         queue = next;
     }
-    follow_wrappers(p, &pool, &scopes, &mut results, inventory);
+    crate_passes(p, &pool, &scopes, &manifests, &mut results, inventory);
     drop(scopes);
     if excluded_modules > 0 {
         crate::escape::eprintln(&format!(
@@ -514,53 +523,48 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
     Ok(audit)
 }
 
-/// Per scope: the resolver the fencing check follows calls with.
-fn resolvers<'s>(p: &Prepared, list: &'s [crate::scope::Scope]) -> Vec<CrateResolver<'s>> {
-    list.iter()
-        .map(|s| {
-            CrateResolver::new(&s.packs, &s.settings.lock_name, p.cwd.clone())
-                .with_limits(s.excludes.clone(), s.settings.max_file_size)
-        })
-        .collect()
-}
-
-/// Per scope: the engine, with its pre-filter and resolver.
+/// Per scope: the engine, with its pre-filter.
 fn engines<'s>(
     list: &'s [crate::scope::Scope],
     prefilters: &'s [Option<Prefilter>],
-    resolvers: &'s [CrateResolver<'s>],
+    manifests: &'s Manifests,
 ) -> Vec<Engine<'s>> {
     list.iter()
         .zip(prefilters)
-        .zip(resolvers)
-        .map(|((s, pre), resolver)| Engine {
-            packs: &s.packs,
-            settings: &s.settings,
-            prefilter: pre.as_ref(),
-            only: None,
-            resolver: Some(resolver),
+        .map(|(s, pre)| {
+            Engine::new(&s.packs, &s.settings)
+                .with_prefilter(pre.as_ref())
+                .with_manifests(manifests)
         })
         .collect()
 }
 
-/// Wrappers across the files of each crate ([`crate::cross`]): the files
-/// that call another file's wrapper, and the files that define them, are
-/// audited again.
-fn follow_wrappers(
+/// The crate passes ([`crate::cross`]): the files that call another
+/// file's wrapper, the files that define them, and the files whose fencing
+/// check follows calls into other files are audited again.
+fn crate_passes(
     p: &Prepared,
     pool: &rayon::ThreadPool,
     scopes: &Scopes,
+    manifests: &Manifests,
     results: &mut [(PathBuf, usize, String, FileResult)],
     inventory: bool,
 ) {
     let list = &scopes.list;
-    let resolvers = resolvers(p, list);
     // No pre-filter: a caller of a wrapper need not mention any lock API.
     let no_prefilter: Vec<Option<Prefilter>> = list.iter().map(|_| None).collect();
-    let engines = engines(list, &no_prefilter, &resolvers);
+    let unfiltered = engines(list, &no_prefilter, manifests);
+    let prefilters: Vec<Option<Prefilter>> = list
+        .iter()
+        .map(|s| {
+            p.prefilter
+                .then(|| Prefilter::new(&s.packs, &s.settings.lock_name))
+        })
+        .collect();
+    let engines_first = engines(list, &prefilters, manifests);
     // The files audited with an outcome; the others stay as they are.
     let mut slots = Vec::new();
-    let mut files = Vec::new();
+    let mut files: Vec<crate::cross::Audited> = Vec::new();
     for (i, (path, scope, shown, r)) in results.iter_mut().enumerate() {
         if let Ok((out, _)) = r {
             slots.push(i);
@@ -572,13 +576,35 @@ fn follow_wrappers(
             });
         }
     }
-    let engine = |scope: usize| &engines[scope];
+    let engine = |scope: usize| unfiltered[scope];
     let read = |path: &Path, scope: usize| -> Option<Vec<u8>> {
         read_capped(path, list[scope].settings.max_file_size)
             .ok()
             .and_then(Result::ok)
     };
-    crate::cross::follow_wrappers(&mut files, &p.cwd, pool, inventory, &engine, &read);
+    // A crate the walk did not cover whole (a file or a subdirectory was
+    // named) is read from disk, as far as its excludes allow.
+    let crate_files = |root: &Path, scope: usize| {
+        let s = &list[scope];
+        let real = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        if p.walked_dirs.iter().any(|d| real.starts_with(d)) {
+            return Vec::new();
+        }
+        crate::model::resolve::crate_files_on_disk(
+            root,
+            &p.cwd,
+            Some(&s.excludes),
+            s.settings.max_file_size,
+        )
+    };
+    let first = |scope: usize| engines_first[scope];
+    let sources = crate::cross::Sources {
+        first: &first,
+        engine: &engine,
+        read: &read,
+        crate_files: &crate_files,
+    };
+    crate::cross::crate_passes(&mut files, &p.cwd, pool, inventory, &sources);
     for (slot, f) in slots.into_iter().zip(files) {
         if let Ok((out, text)) = &mut results[slot].3 {
             *out = f.outcome;
@@ -591,7 +617,7 @@ fn follow_wrappers(
 
 /// A file's bytes, or its size when it is larger than `limit` (then it is
 /// not read: memory stays bounded whatever the tree holds).
-fn read_capped(path: &Path, limit: u64) -> std::io::Result<Result<Vec<u8>, u64>> {
+pub(crate) fn read_capped(path: &Path, limit: u64) -> std::io::Result<Result<Vec<u8>, u64>> {
     use std::io::Read;
     let file = std::fs::File::open(path)?;
     let size = file.metadata()?.len();

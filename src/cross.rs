@@ -1,4 +1,4 @@
-//! Wrappers across the files of a crate.
+//! The crate passes: what the files of a crate tell each other.
 //!
 //! The first round audits every file on its own and brings back each
 //! file's *wrappers*: functions that take, release or renew a lock and hand
@@ -19,11 +19,15 @@
 //!    from a function are offered the same way, to the files that reach
 //!    them by their module path;
 //! 2. the files that define wrappers called elsewhere are audited again,
-//!    so that the wrapper's inner call is not reported a second time.
+//!    so that the wrapper's inner call is not reported a second time;
+//! 3. the files whose fencing check asked for functions of other files
+//!    ([`crate::model::resolve::FnIndex`]) are audited again, knowing them.
 //!
-//! Both passes only re-read files the walk already chose; neither reads
-//! outside them (finding a crate root asks whether a `Cargo.toml` exists
-//! in each ancestor directory, and reads none).
+//! The passes read the files the walk chose and, for a crate the walk did
+//! not cover whole (a file or a subdirectory was named), the crate's other
+//! files, within the same excludes and size limit; those are audited for
+//! what they offer and their own findings are dropped. Finding a crate
+//! root asks whether a `Cargo.toml` exists in each ancestor directory.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -69,17 +73,7 @@ impl Roots {
     }
 }
 
-/// The module a file is: its stem, its directory's name for `mod.rs`, and
-/// `crate` for `lib.rs` and `main.rs` (called as `crate::name(..)`).
-fn module_of(path: &Path) -> Option<String> {
-    let stem = path.file_stem()?.to_str()?;
-    let name = match stem {
-        "lib" | "main" => "crate",
-        "mod" => path.parent()?.file_name()?.to_str()?,
-        _ => stem,
-    };
-    Some(name.replace('-', "_"))
-}
+use crate::model::resolve::module_of;
 
 /// What one pass over a file's text finds: every identifier, those that
 /// are called (followed by `(`, after spaces and a turbofish), each with
@@ -235,11 +229,11 @@ type Defs<T> = BTreeMap<(PathBuf, String), Vec<(usize, T)>>;
 
 /// Per crate, what exactly one file offers under each name (a name two
 /// files offer is ambiguous and followed nowhere).
-fn unambiguous(files: &[Audited], crate_of: &[Option<PathBuf>]) -> ByCrate {
+fn unambiguous(files: &[Audited], crate_of: &[PathBuf]) -> ByCrate {
     let mut wrappers: Defs<Wrapper> = BTreeMap::new();
     let mut texts: Defs<Vec<String>> = BTreeMap::new();
     for (i, f) in files.iter().enumerate() {
-        let Some(root) = &crate_of[i] else { continue };
+        let root = &crate_of[i];
         for (name, w) in &f.outcome.wrappers {
             // A wrapper the file was given is the defining file's own.
             if w.imported {
@@ -332,37 +326,215 @@ fn given_to(i: usize, found: &Scan, offers: &Offers) -> Given {
     Given { wrappers, texts }
 }
 
-/// Runs the two passes over `files`, replacing the outcomes of the files
-/// audited again. `engine(scope)` is the engine of a scope, without a
-/// pre-filter (a caller of a wrapper need not mention any lock API);
-/// `read(path, scope)` reads a file within that scope's size limit.
-pub fn follow_wrappers<'e>(
-    files: &mut [Audited],
+/// Where the crate passes get what they need, per scope.
+pub struct Sources<'e> {
+    /// The scope's engine of the first audit, with its pre-filter.
+    pub first: &'e (dyn Fn(usize) -> Engine<'e> + Sync),
+    /// The scope's engine, without a pre-filter (a caller of a wrapper need
+    /// not mention any lock API).
+    pub engine: &'e (dyn Fn(usize) -> Engine<'e> + Sync),
+    /// A file's bytes, within the scope's size limit.
+    pub read: &'e (dyn Fn(&Path, usize) -> Option<Vec<u8>> + Sync),
+    /// The `.rs` files (display path, path) of the crate rooted at a
+    /// directory that the walk did not cover whole: on disk for a run, at
+    /// the revision for `--new-since`; never a file the scope excludes.
+    /// Empty for a crate the walk covered.
+    pub crate_files: &'e (dyn Fn(&Path, usize) -> Listing + Sync),
+}
+
+/// Files by (display path, path).
+pub type Listing = Vec<(String, PathBuf)>;
+
+/// What a file was last audited knowing of its crate: the wrappers and
+/// texts it was given, and its own wrappers that other files call.
+type Contexts = HashMap<usize, (Given, HashSet<String>)>;
+
+/// Runs the crate passes over `files`, replacing the outcomes of the files
+/// audited again: the wrappers and statement texts files offer each other
+/// ([`follow_wrappers`]), then the functions the fencing check follows into
+/// other files ([`follow_calls`]).
+///
+/// When the walk named only part of a crate (`check src/jobs.rs`), the
+/// crate's other files are audited too, for what they offer: their own
+/// findings are not reported, so a file's findings do not depend on which
+/// of its crate's files the command line named.
+pub fn crate_passes(
+    files: &mut Vec<Audited>,
     cwd: &Path,
     pool: &rayon::ThreadPool,
     inventory: bool,
-    engine: &(dyn Fn(usize) -> &'e Engine<'e> + Sync),
-    read: &(dyn Fn(&Path, usize) -> Option<Vec<u8>> + Sync),
+    sources: &Sources,
 ) {
     use rayon::prelude::*;
+    let walked = files.len();
+    let mut roots = Roots::default();
+    // Files under no `Cargo.toml` are one crate: the walked tree.
+    let mut crate_of: Vec<PathBuf> = files
+        .iter()
+        .map(|f| roots.of(&f.path, cwd).unwrap_or_default())
+        .collect();
+    // The rest of each crate the walk did not cover whole.
+    let mut first_scope: BTreeMap<&PathBuf, usize> = BTreeMap::new();
+    for (f, root) in files.iter().zip(&crate_of) {
+        if !root.as_os_str().is_empty() {
+            first_scope.entry(root).or_insert(f.scope);
+        }
+    }
+    let shown: HashSet<&str> = files.iter().map(|f| f.shown.as_str()).collect();
+    let mut context: Vec<(PathBuf, usize, String, PathBuf)> = Vec::new();
+    for (root, scope) in first_scope {
+        for (name, path) in (sources.crate_files)(root, scope) {
+            if !shown.contains(name.as_str()) {
+                context.push((root.clone(), scope, name, path));
+            }
+        }
+    }
+    let context: Vec<(PathBuf, Audited)> = pool.install(|| {
+        context
+            .into_par_iter()
+            .filter_map(|(root, scope, shown, path)| {
+                let bytes = (sources.read)(&path, scope)?;
+                let outcome = (sources.first)(scope).check_bytes(&shown, &bytes, inventory);
+                Some((
+                    root,
+                    Audited {
+                        path,
+                        scope,
+                        shown,
+                        outcome,
+                    },
+                ))
+            })
+            .collect()
+    });
+    for (root, f) in context {
+        crate_of.push(root);
+        files.push(f);
+    }
+    let needed = files.iter().any(|f| {
+        !f.outcome.wrappers.is_empty()
+            || !f.outcome.texts.is_empty()
+            || !f.outcome.asked.names.is_empty()
+    });
+    if needed {
+        let contexts = follow_wrappers(files, &crate_of, pool, inventory, sources);
+        follow_calls(
+            files, walked, &crate_of, &contexts, pool, inventory, sources,
+        );
+    }
+    files.truncate(walked);
+}
+
+/// The files whose fencing check asked for functions of other files are
+/// audited again, knowing them: the functions are found, parsed and
+/// modelled here, once, and the check reads nothing.
+#[allow(clippy::too_many_arguments)]
+fn follow_calls(
+    files: &mut [Audited],
+    walked: usize,
+    crate_of: &[PathBuf],
+    contexts: &Contexts,
+    pool: &rayon::ThreadPool,
+    inventory: bool,
+    sources: &Sources,
+) {
+    use crate::model::resolve::FnIndex;
+    use rayon::prelude::*;
+    let mut by_scope: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for (i, f) in files.iter().enumerate().take(walked) {
+        if !f.outcome.asked.names.is_empty() {
+            by_scope.entry(f.scope).or_default().push(i);
+        }
+    }
+    if by_scope.is_empty() {
+        return;
+    }
+    let crate_files = |root: &Path| -> Vec<(String, PathBuf)> {
+        files
+            .iter()
+            .zip(crate_of)
+            .filter(|(_, r)| r.as_path() == root)
+            .map(|(f, _)| (f.shown.clone(), f.path.clone()))
+            .collect()
+    };
+    let mut redone: Vec<(usize, FileOutcome)> = Vec::new();
+    for (scope, askers) in by_scope {
+        let asks: Vec<_> = askers
+            .iter()
+            .map(|&i| {
+                let f = &files[i];
+                (
+                    f.shown.clone(),
+                    crate_of[i].clone(),
+                    f.outcome.asked.clone(),
+                )
+            })
+            .collect();
+        // The crate's files: those walked, and the rest of a crate the
+        // walk did not cover whole.
+        let list = |root: &Path| crate_files(root);
+        let read = |path: &Path| (sources.read)(path, scope);
+        let engine = (sources.engine)(scope);
+        let index = FnIndex::build(
+            &asks,
+            engine.packs,
+            &engine.settings.lock_name,
+            &list,
+            &read,
+            pool,
+        );
+        let engine = engine.with_fns(&index);
+        let none = (Given::default(), HashSet::new());
+        redone.extend(pool.install(|| {
+            askers
+                .par_iter()
+                .filter_map(|&i| {
+                    let f = &files[i];
+                    let bytes = (sources.read)(&f.path, scope)?;
+                    let (given, called) = contexts.get(&i).unwrap_or(&none);
+                    let cross = Cross {
+                        imported: &given.wrappers,
+                        called_elsewhere: called,
+                        texts: &given.texts,
+                    };
+                    Some((
+                        i,
+                        engine.check_bytes_with(&f.shown, &bytes, inventory, Some(&cross)),
+                    ))
+                })
+                .collect::<Vec<_>>()
+        }));
+    }
+    for (i, out) in redone {
+        files[i].outcome = out;
+    }
+}
+
+/// The wrappers and statement texts of each crate, followed to the files
+/// that use them; returns what each file audited again was given.
+fn follow_wrappers(
+    files: &mut [Audited],
+    crate_of: &[PathBuf],
+    pool: &rayon::ThreadPool,
+    inventory: bool,
+    sources: &Sources,
+) -> Contexts {
+    use rayon::prelude::*;
+    let engine = sources.engine;
+    let read = sources.read;
+    let mut contexts = Contexts::new();
     if files
         .iter()
         .all(|f| f.outcome.wrappers.is_empty() && f.outcome.texts.is_empty())
     {
-        return;
+        return contexts;
     }
-    let mut roots = Roots::default();
-    // Files under no `Cargo.toml` are one crate: the walked tree.
-    let crate_of: Vec<Option<PathBuf>> = files
-        .iter()
-        .map(|f| Some(roots.of(&f.path, cwd).unwrap_or_default()))
-        .collect();
     // What each file was last audited knowing.
     let mut imported: HashMap<usize, Given> = HashMap::new();
     let mut seen: HashSet<(PathBuf, String)> = HashSet::new();
     let mut by_crate = ByCrate::new();
     for _ in 0..MAX_ROUNDS {
-        let next = unambiguous(files, &crate_of);
+        let next = unambiguous(files, crate_of);
         // The names new this round: only a file holding one can reach more
         // than it was audited knowing.
         let fresh: HashMap<&PathBuf, Vec<&str>> = next
@@ -415,7 +587,7 @@ pub fn follow_wrappers<'e>(
             (0..files.len())
                 .into_par_iter()
                 .filter_map(|i| {
-                    let root = crate_of[i].as_ref()?;
+                    let root = &crate_of[i];
                     let (names, reach) = needles.get(root)?;
                     let offers = next.get(root)?;
                     let f = &files[i];
@@ -456,12 +628,15 @@ pub fn follow_wrappers<'e>(
         }
     }
     if by_crate.is_empty() {
-        return;
+        return imported
+            .into_iter()
+            .map(|(i, g)| (i, (g, HashSet::new())))
+            .collect();
     }
     // Which wrappers the callers used, per defining file.
     let mut called: HashMap<usize, HashSet<String>> = HashMap::new();
     for i in imported.keys() {
-        let Some(offers) = crate_of[*i].as_ref().and_then(|r| by_crate.get(r)) else {
+        let Some(offers) = by_crate.get(&crate_of[*i]) else {
             continue;
         };
         for name in &files[*i].outcome.wrappers_called {
@@ -498,6 +673,13 @@ pub fn follow_wrappers<'e>(
     for (i, out) in redone {
         files[i].outcome = out;
     }
+    for (i, given) in imported {
+        contexts.insert(i, (given, HashSet::new()));
+    }
+    for (i, names) in defining {
+        contexts.entry(i).or_default().1 = names;
+    }
+    contexts
 }
 
 #[cfg(test)]

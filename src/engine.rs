@@ -10,19 +10,69 @@ use crate::directives::Directives;
 use crate::finding::Finding;
 use crate::model::extract::{self, Options};
 use crate::model::locks::Locks;
+use crate::model::resolve::{Asked, FnIndex, Manifests};
 use crate::pack::PackSet;
 use crate::prefilter::Prefilter;
 use crate::source::{SourceFile, Span};
 
 /// What the run shares with every file.
+#[derive(Clone, Copy)]
 pub struct Engine<'a> {
     pub packs: &'a PackSet,
     pub settings: &'a Settings,
     pub prefilter: Option<&'a Prefilter>,
     /// Only these checks run (the fixture harness); `None`: all enabled.
     pub only: Option<&'a [CheckId]>,
-    /// Follows calls into other files of the crate for the fencing check.
-    pub resolver: Option<&'a dyn crate::model::resolve::FnResolver>,
+    /// Names the crate of a file (a lock crate's own source is evidence).
+    pub manifests: Option<&'a Manifests>,
+    /// The functions of other files of the crate the fencing check follows
+    /// calls into, indexed before the audit that uses them.
+    pub fns: Option<&'a FnIndex>,
+}
+
+impl<'a> Engine<'a> {
+    /// The engine of a run: every enabled check, no pre-filter, nothing
+    /// known of other files yet. `check`, `inventory`, `--new-since`, the
+    /// language server and the tests all start here.
+    pub fn new(packs: &'a PackSet, settings: &'a Settings) -> Self {
+        Engine {
+            packs,
+            settings,
+            prefilter: None,
+            only: None,
+            manifests: None,
+            fns: None,
+        }
+    }
+
+    /// Skips the files the pre-filter proves lock-free.
+    pub fn with_prefilter(self, prefilter: Option<&'a Prefilter>) -> Self {
+        Engine { prefilter, ..self }
+    }
+
+    /// Reads the manifest of a file's crate for its name.
+    pub fn with_manifests(self, manifests: &'a Manifests) -> Self {
+        Engine {
+            manifests: Some(manifests),
+            ..self
+        }
+    }
+
+    /// Runs only `only` (and `parse-error`).
+    pub fn only(self, only: &'a [CheckId]) -> Self {
+        Engine {
+            only: Some(only),
+            ..self
+        }
+    }
+
+    /// Follows calls into the functions `fns` indexed.
+    pub fn with_fns(self, fns: &'a FnIndex) -> Self {
+        Engine {
+            fns: Some(fns),
+            ..self
+        }
+    }
 }
 
 /// What the other files of a file's crate tell its extraction.
@@ -51,6 +101,9 @@ pub struct FileOutcome {
     pub wrappers_called: Vec<String>,
     /// Statement texts its constants and functions hold, by name.
     pub texts: Vec<(String, Vec<String>)>,
+    /// Functions of other files its checks asked for and the engine's
+    /// index did not have.
+    pub asked: Asked,
 }
 
 impl Engine<'_> {
@@ -143,7 +196,7 @@ impl Engine<'_> {
         // Inside a lock crate's own source the crate is evidence, and the
         // file is always parsed: the pre-filter looks for the crate's name.
         let own_crate = self
-            .resolver
+            .manifests
             .and_then(|r| r.crate_name(path))
             .filter(|c| self.packs.crate_names.contains(c));
         if let Some(pre) = self.prefilter {
@@ -208,7 +261,8 @@ impl Engine<'_> {
             directives: &directives,
             locks: &locks,
             lock_name: &self.settings.lock_name,
-            resolver: self.resolver,
+            fns: self.fns,
+            asked: Default::default(),
         };
         let mut findings = Vec::new();
         for info in CHECKS {
@@ -240,7 +294,45 @@ impl Engine<'_> {
         out.wrappers = model.wrappers.clone();
         out.wrappers_called = model.wrappers_called.clone();
         out.texts = model.texts.clone();
+        out.asked = ctx.asked.take();
         out
+    }
+
+    /// Audits one file alone (the language server): once, then, when its
+    /// fencing check asked for functions of other files of its crate, again
+    /// knowing them (read from the crate on disk, outside the check).
+    pub fn check_in_crate(
+        &self,
+        shown: &str,
+        bytes: &[u8],
+        cwd: &std::path::Path,
+        excludes: Option<&crate::walk::Excludes>,
+    ) -> FileOutcome {
+        use crate::model::resolve::{crate_files_on_disk, crate_root_on_disk};
+        let first = self.check_bytes(shown, bytes, false);
+        if first.asked.names.is_empty() {
+            return first;
+        }
+        let root = std::fs::canonicalize(cwd.join(shown))
+            .ok()
+            .and_then(|abs| crate_root_on_disk(&abs));
+        let (Some(root), Ok(pool)) = (root, crate::parse::pool(Some(1))) else {
+            return first;
+        };
+        let max = self.settings.max_file_size;
+        let files = |root: &std::path::Path| crate_files_on_disk(root, cwd, excludes, max);
+        let read =
+            |path: &std::path::Path| crate::app::read_capped(path, max).ok().and_then(Result::ok);
+        let asks = [(shown.to_string(), root, first.asked.clone())];
+        let index = FnIndex::build(
+            &asks,
+            self.packs,
+            &self.settings.lock_name,
+            &files,
+            &read,
+            &pool,
+        );
+        pool.install(|| self.with_fns(&index).check_bytes(shown, bytes, false))
     }
 
     /// A file larger than `max-file-size`: one note, nothing read.

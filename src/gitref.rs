@@ -194,7 +194,9 @@ pub fn fingerprints_at(
         .map(|q| walk::display_path(q, cwd))
         .map(|s| if s == "." { String::new() } else { s })
         .collect();
-    let mut blobs = Vec::new();
+    // Every `.rs` blob the walk could audit, and those inside the paths
+    // asked for.
+    let mut all = Vec::new();
     for entry in listing.split('\0').filter(|e| !e.is_empty()) {
         let Some((meta, path)) = entry.split_once('\t') else {
             continue;
@@ -219,22 +221,28 @@ pub fn fingerprints_at(
         {
             continue;
         }
-        let inside = wanted.iter().any(|w| {
-            w.is_empty() || rel == w || rel.starts_with(&format!("{}/", w.trim_end_matches('/')))
-        });
-        if inside {
-            blobs.push((rel.to_string(), sha.unwrap_or_default().to_string(), size));
-        }
+        all.push((rel.to_string(), sha.unwrap_or_default().to_string(), size));
     }
     let mut scopes = p.scopes.lock().unwrap_or_else(|e| e.into_inner());
     // Excluded and oversized files are not read at the base revision
     // either, as in this run.
-    blobs.retain(|(rel, _, size)| {
+    all.retain(|(rel, _, size)| {
         let scope = scopes.of_path(Path::new(rel));
         *size <= scopes.list[scope].settings.max_file_size
             && !scopes.excluded(Path::new(rel), false)
     });
-    let blobs: Vec<(String, String)> = blobs.into_iter().map(|(r, s, _)| (r, s)).collect();
+    let all: Vec<(String, String)> = all.into_iter().map(|(r, s, _)| (r, s)).collect();
+    let blobs: Vec<(String, String)> = all
+        .iter()
+        .filter(|(rel, _)| {
+            wanted.iter().any(|w| {
+                w.is_empty()
+                    || rel == w
+                    || rel.starts_with(&format!("{}/", w.trim_end_matches('/')))
+            })
+        })
+        .cloned()
+        .collect();
     let contents = cat_blobs(&blobs, cwd)?;
     let blob_scope: Vec<usize> = blobs
         .iter()
@@ -248,16 +256,16 @@ pub fn fingerprints_at(
                 .then(|| Prefilter::new(&s.packs, &s.settings.lock_name))
         })
         .collect();
+    // The engines of the run, built the same way.
+    let manifests = crate::model::resolve::Manifests::new(cwd.clone());
     let engines: Vec<Engine> = scopes
         .list
         .iter()
         .zip(&prefilters)
-        .map(|(s, pre)| Engine {
-            packs: &s.packs,
-            settings: &s.settings,
-            prefilter: pre.as_ref(),
-            only: None,
-            resolver: None,
+        .map(|(s, pre)| {
+            Engine::new(&s.packs, &s.settings)
+                .with_prefilter(pre.as_ref())
+                .with_manifests(&manifests)
         })
         .collect();
     // The same workers as the run: large stacks for the parser.
@@ -270,8 +278,8 @@ pub fn fingerprints_at(
             .map(|(((path, _), bytes), &scope)| engines[scope].check_bytes(path, bytes, false))
             .collect()
     });
-    // Wrappers across the files of each crate, as in the run: a call site
-    // reported now was reported at the base too.
+    // The crate passes, as in the run: a call site reported now was
+    // reported at the base too.
     let mut files: Vec<crate::cross::Audited> = blobs
         .iter()
         .zip(&blob_scope)
@@ -283,29 +291,58 @@ pub fn fingerprints_at(
             outcome,
         })
         .collect();
-    let resolverless: Vec<Engine> = scopes
-        .list
-        .iter()
-        .map(|s| Engine {
-            packs: &s.packs,
-            settings: &s.settings,
-            prefilter: None,
-            only: None,
-            resolver: None,
-        })
-        .collect();
+    let unfiltered: Vec<Engine> = engines.iter().map(|e| e.with_prefilter(None)).collect();
     let by_path: HashMap<&str, &Vec<u8>> = blobs
         .iter()
         .map(|(rel, _)| rel.as_str())
         .zip(&contents)
         .collect();
-    let engine = |scope: usize| &resolverless[scope];
+    // Files of a crate outside the paths asked for, read from the
+    // revision when a crate pass needs them.
+    let more: std::sync::Mutex<HashMap<String, Vec<u8>>> = Default::default();
+    let engine = |scope: usize| unfiltered[scope];
+    let first = |scope: usize| engines[scope];
     let read = |path: &Path, _scope: usize| -> Option<Vec<u8>> {
-        path.to_str()
-            .and_then(|p| by_path.get(p))
-            .map(|b| b.to_vec())
+        let p = path.to_str()?;
+        match by_path.get(p) {
+            Some(b) => Some(b.to_vec()),
+            None => more.lock().ok()?.get(p).cloned(),
+        }
     };
-    crate::cross::follow_wrappers(&mut files, cwd, &pool, false, &engine, &read);
+    let crate_files = |root: &Path, _scope: usize| -> Vec<(String, PathBuf)> {
+        let inside: Vec<(String, String)> = all
+            .iter()
+            .filter(|(rel, _)| {
+                !by_path.contains_key(rel.as_str()) && cwd.join(rel).starts_with(root)
+            })
+            .cloned()
+            .collect();
+        let missing: Vec<(String, String)> = {
+            let have = more.lock().unwrap_or_else(|e| e.into_inner());
+            inside
+                .iter()
+                .filter(|(rel, _)| !have.contains_key(rel))
+                .cloned()
+                .collect()
+        };
+        if let Ok(texts) = cat_blobs(&missing, cwd) {
+            let mut have = more.lock().unwrap_or_else(|e| e.into_inner());
+            for ((rel, _), text) in missing.into_iter().zip(texts) {
+                have.insert(rel, text);
+            }
+        }
+        inside
+            .into_iter()
+            .map(|(rel, _)| (rel.clone(), PathBuf::from(rel)))
+            .collect()
+    };
+    let sources = crate::cross::Sources {
+        first: &first,
+        engine: &engine,
+        read: &read,
+        crate_files: &crate_files,
+    };
+    crate::cross::crate_passes(&mut files, cwd, &pool, false, &sources);
     Ok(files
         .into_iter()
         .flat_map(|f| f.outcome.findings)

@@ -1016,6 +1016,56 @@ fn new_since_reports_only_findings_absent_at_the_revision() {
     );
 }
 
+/// The base revision is judged by the same engine and crate passes as the
+/// work tree: a finding that needs another file of the crate (here, a
+/// helper outside the paths asked for) is found at the base too, so an
+/// unchanged tree has nothing new.
+#[test]
+fn new_since_judges_the_base_with_the_crate_passes() {
+    let tmp = copy_project("fenced-crate");
+    let dir = tmp.path();
+    let wrapped = copy_project("wrapped");
+    fs::create_dir_all(dir.join("wrapped")).unwrap();
+    for sub in ["Cargo.toml", "src"] {
+        let from = wrapped.path().join(sub);
+        if from.is_dir() {
+            fs::create_dir_all(dir.join("wrapped").join(sub)).unwrap();
+            for e in fs::read_dir(&from).unwrap() {
+                let e = e.unwrap();
+                fs::copy(e.path(), dir.join("wrapped").join(sub).join(e.file_name())).unwrap();
+            }
+        } else {
+            fs::copy(&from, dir.join("wrapped").join(sub)).unwrap();
+        }
+    }
+    git(dir, &["init", "-q"]);
+    git(dir, &["add", "."]);
+    git(dir, &["commit", "-q", "-m", "base"]);
+    let args = [
+        "check",
+        "--format",
+        "short",
+        "src/lib.rs",
+        "wrapped/src/jobs.rs",
+    ];
+    let now = lockaudit(dir, &args);
+    assert!(
+        now.stdout
+            .contains("src/lib.rs:17:23: error[unfenced-correctness-lock]"),
+        "{now:?}"
+    );
+    assert!(
+        now.stdout
+            .contains("wrapped/src/jobs.rs:9:5: error[unowned-release]"),
+        "{now:?}"
+    );
+    let mut since = args.to_vec();
+    since.extend(["--new-since", "HEAD"]);
+    let run = lockaudit(dir, &since);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.starts_with("no findings;"), "{run:?}");
+}
+
 // ---- init -----------------------------------------------------------------
 
 #[test]

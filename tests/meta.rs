@@ -96,13 +96,7 @@ fn rs_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
 
 /// Every check enabled, no pre-filter.
 fn engine<'a>(packs: &'a PackSet, settings: &'a Settings) -> Engine<'a> {
-    Engine {
-        packs,
-        settings,
-        prefilter: None,
-        only: None,
-        resolver: None,
-    }
+    Engine::new(packs, settings)
 }
 
 #[test]

@@ -517,13 +517,7 @@ fn fixture_texts() -> Vec<(String, String)> {
 fn audit_text(path: &str, text: &str) -> Vec<Finding> {
     let packs = PackSet::builtin();
     let settings = Settings::default();
-    let engine = Engine {
-        packs: &packs,
-        settings: &settings,
-        prefilter: None,
-        only: None,
-        resolver: None,
-    };
+    let engine = Engine::new(&packs, &settings);
     engine.check_bytes(path, text.as_bytes(), false).findings
 }
 

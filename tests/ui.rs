@@ -184,13 +184,10 @@ fn setup(path: &Path, text: &str) -> Setup {
 
 fn run(s: &Setup, rel: &str, bytes: &[u8], prefilter: bool) -> Vec<Finding> {
     let pre = prefilter.then(|| Prefilter::new(&s.packs, &s.settings.lock_name));
-    let engine = Engine {
-        packs: &s.packs,
-        settings: &s.settings,
-        prefilter: pre.as_ref(),
-        only: s.only.as_deref(),
-        resolver: None,
-    };
+    let mut engine = Engine::new(&s.packs, &s.settings).with_prefilter(pre.as_ref());
+    if let Some(only) = s.only.as_deref() {
+        engine = engine.only(only);
+    }
     let mut f = engine.check_bytes(rel, bytes, false).findings;
     f.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
     f
@@ -352,33 +349,25 @@ fn every_check_has_positive_and_negative_fixtures() {
 /// followed: the fenced helper is clean, the unfenced one is reported.
 #[test]
 fn helpers_in_other_files_of_the_crate_are_followed() {
-    use lockaudit::model::resolve::CrateResolver;
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let rel = "fixtures/projects/fenced-crate/src/lib.rs";
     let bytes = std::fs::read(root.join(rel)).unwrap();
     let packs = PackSet::builtin();
     let settings = Settings::default();
-    let resolver = CrateResolver::new(&packs, &settings.lock_name, root.to_path_buf());
     let only = [CheckId::UnfencedCorrectnessLock];
-    let engine = Engine {
-        packs: &packs,
-        settings: &settings,
-        prefilter: None,
-        only: Some(&only),
-        resolver: Some(&resolver),
-    };
+    let engine = Engine::new(&packs, &settings).only(&only);
     let found: Vec<String> = engine
-        .check_bytes(rel, &bytes, false)
+        .check_in_crate(rel, &bytes, root, None)
         .findings
         .iter()
         .map(describe)
         .collect();
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].starts_with("17:23:"), "{found:?}");
-    // Without the resolver, the helpers are unknown and nothing is reported.
-    let engine = Engine {
-        resolver: None,
-        ..engine
-    };
-    assert!(engine.check_bytes(rel, &bytes, false).findings.is_empty());
+    // Alone, the helpers are unknown and nothing is reported; the check
+    // says which functions it would follow.
+    let alone = engine.check_bytes(rel, &bytes, false);
+    assert!(alone.findings.is_empty());
+    let asked: Vec<&str> = alone.asked.names.iter().map(String::as_str).collect();
+    assert_eq!(asked, ["write_fenced", "write_plain"]);
 }

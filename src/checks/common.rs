@@ -21,8 +21,12 @@ pub struct CheckCtx<'a> {
     /// belongs to it.
     pub locks: &'a Locks,
     pub lock_name: &'a Regex,
-    /// Finds functions of the same crate in other files (fencing only).
-    pub resolver: Option<&'a dyn crate::model::resolve::FnResolver>,
+    /// Functions of the same crate in other files (fencing only), found
+    /// before the checks run: a check reads and parses nothing.
+    pub fns: Option<&'a crate::model::resolve::FnIndex>,
+    /// The functions of other files a check asked for and `fns` did not
+    /// have: the file is audited again once they are indexed.
+    pub asked: std::cell::RefCell<crate::model::resolve::Asked>,
 }
 
 impl<'a> CheckCtx<'a> {

@@ -33,7 +33,7 @@ pub(super) const INFO: CheckInfo = CheckInfo {
 
 const HELP: &str = "take a fencing token from the grant and make the resource check it on every write (a version or fence column compared in the write's own condition, a conditional put), or keep this lock for efficiency and protect correctness where the state lives";
 
-const MAX_DEPTH: usize = 3;
+use crate::model::resolve::MAX_DEPTH;
 
 /// An effect in the critical section that carries no token.
 struct Unfenced {
@@ -315,12 +315,19 @@ fn follow_call(
     let (m, callee, file): (&FileModel, FnId, &str) = match model.find_fn(&call.name) {
         Some(i) if call.local => (model, i, path),
         _ if call.method => return (0, 0),
-        _ => match ctx.resolver.and_then(|r| r.resolve(path, &call.name)) {
+        _ => match ctx.fns.and_then(|r| r.resolve(path, call)) {
             Some(found) => {
                 remote = found;
                 (&*remote.0, remote.1, remote.2.as_str())
             }
-            None => return (0, 0),
+            None => {
+                // Asked of this file's crate; the index follows further
+                // calls from the functions it finds itself.
+                if path == ctx.src.path {
+                    ctx.asked.borrow_mut().names.insert(call.name.clone());
+                }
+                return (0, 0);
+            }
         },
     };
     if visited.iter().any(|(p, i)| p == file && *i == callee) {
@@ -378,13 +385,7 @@ mod tests {
         let packs = PackSet::builtin();
         let settings = Settings::default();
         let only = [CheckId::UnfencedCorrectnessLock];
-        let engine = Engine {
-            packs: &packs,
-            settings: &settings,
-            prefilter: None,
-            only: Some(&only),
-            resolver: None,
-        };
+        let engine = Engine::new(&packs, &settings).only(&only);
         let out = engine.check_bytes("t.rs", src.as_bytes(), false);
         assert_eq!(out.findings.len(), 1, "{:?}", out.findings);
         out.findings[0].notes.clone()

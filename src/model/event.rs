@@ -188,6 +188,9 @@ pub struct CallSite {
     pub offset: usize,
     /// Defined in this file (else: a path call into another file of the crate).
     pub local: bool,
+    /// The module the call's path names (`store` of `crate::store::write`),
+    /// which chooses between files that define the same name.
+    pub module: Option<String>,
 }
 
 /// A log or print macro and the identifiers it mentions.

@@ -1,89 +1,308 @@
-//! Finding a function of the same crate in another file, for the fencing
-//! check: a correctness lock whose critical section calls
-//! `store::write_balance(&pool, token)` is only fenced if that function's
-//! writes carry the token.
+//! The crate's functions, for the fencing check: a correctness lock whose
+//! critical section calls `store::write_balance(&pool, token)` is only
+//! fenced if that function's writes carry the token.
 //!
-//! Lazy and cached: nothing happens unless a correctness lock calls a
-//! function this file does not define. Then the crate (the nearest
-//! directory above the file with a `Cargo.toml`) is listed once, files that
-//! define `fn <name>` are parsed and modelled once, and the model is shared.
+//! Built between passes, never during a check. The first audit of a file
+//! records the functions of other files its fencing check asked for
+//! ([`crate::engine::FileOutcome::asked`]); [`FnIndex::build`] then finds,
+//! per crate, the files defining those names (and, to a bounded depth, the
+//! functions those call), parses and models each once, in parallel; the
+//! asking files are audited again with the index, which answers from
+//! memory. A check does no I/O and parses nothing.
+//!
+//! A call resolves by its name and the module its path names
+//! (`store::write`, `crate::store::write`): a name that two files of the
+//! crate define, with nothing in the path to choose between them, resolves
+//! to nothing rather than to the first file that has it.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use regex::Regex;
 
 use super::extract::{self, Options};
-use super::FileModel;
-use super::FnId;
+use super::{CallSite, FileModel, FnId};
 use crate::pack::PackSet;
 use crate::source::SourceFile;
 
-/// Looks up functions of the crate a file belongs to.
-pub trait FnResolver: Sync {
-    /// A function named `name` defined in another file of the crate `from`
-    /// (a display path) belongs to: its file's model, its index, its path.
-    fn resolve(&self, from: &str, name: &str) -> Option<(Arc<FileModel>, FnId, String)>;
-
-    /// The name of the crate `from` belongs to, as written in `use` paths
-    /// (`redis_lock` for a package named `redis-lock`).
-    fn crate_name(&self, _from: &str) -> Option<String> {
-        None
-    }
-}
-
 /// A resolved function: its file's model, its index, its display path.
-type Found = (Arc<FileModel>, FnId, String);
+pub type Found = (Arc<FileModel>, FnId, String);
 
-/// A crate's `.rs` files: (display path, text).
-type CrateFiles = Vec<(String, String)>;
+/// How many calls deep the index follows from a function asked for: the
+/// fencing check follows no deeper.
+pub const MAX_DEPTH: usize = 3;
 
-/// Resolves through the files on disk.
-pub struct CrateResolver<'a> {
-    packs: &'a PackSet,
-    lock_name: &'a Regex,
-    cwd: PathBuf,
-    /// Crate root → its `.rs` files (display path, text).
-    crates: Mutex<HashMap<PathBuf, Arc<CrateFiles>>>,
-    models: Mutex<HashMap<String, Option<Arc<FileModel>>>>,
-    /// Crate root → its package name.
-    names: Mutex<HashMap<PathBuf, Option<String>>>,
-    /// Display path → its crate root: asked once per file, not per call.
-    roots: Mutex<HashMap<String, Option<PathBuf>>>,
-    /// (calling file, function name) → where it is defined: a function
-    /// that holds many locks asks for the same callee once per lock.
-    found: Mutex<HashMap<(String, String), Option<Found>>>,
-    /// The repository's top directory, found on first use.
-    top: std::sync::OnceLock<PathBuf>,
-    /// Files the run does not audit are not read here either.
-    excludes: Option<crate::walk::Excludes>,
-    max_file_size: u64,
+/// Most names looked up per crate: a hostile crate's thousands of calls
+/// cost a bounded search.
+const MAX_NAMES: usize = 512;
+
+/// One definition of a function name in a crate.
+struct Def {
+    path: String,
+    module: Option<String>,
+    model: Arc<FileModel>,
+    id: FnId,
 }
 
-impl<'a> CrateResolver<'a> {
-    pub fn new(packs: &'a PackSet, lock_name: &'a Regex, cwd: PathBuf) -> Self {
-        CrateResolver {
-            packs,
-            lock_name,
-            cwd,
-            crates: Mutex::new(HashMap::new()),
-            models: Mutex::new(HashMap::new()),
-            names: Mutex::new(HashMap::new()),
-            roots: Mutex::new(HashMap::new()),
-            found: Mutex::new(HashMap::new()),
-            top: std::sync::OnceLock::new(),
-            excludes: None,
-            max_file_size: crate::config::DEFAULT_MAX_FILE_SIZE,
+/// What a file's fencing check asked of its crate: calls of functions it
+/// does not define.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Asked {
+    pub names: BTreeSet<String>,
+}
+
+/// Functions of the crates a run audits, by crate root and name.
+#[derive(Default)]
+pub struct FnIndex {
+    /// Display path of an audited file → its crate root.
+    roots: HashMap<String, PathBuf>,
+    defs: HashMap<(PathBuf, String), Vec<Def>>,
+}
+
+impl FnIndex {
+    /// The function `call` (made in the file `from`) names, defined in
+    /// another file of the same crate; `None` when no file, or more than
+    /// one the path cannot choose between, defines it.
+    pub fn resolve(&self, from: &str, call: &CallSite) -> Option<Found> {
+        let root = self.roots.get(from)?;
+        let defs = self.defs.get(&(root.clone(), call.name.clone()))?;
+        let mut candidates = defs.iter().filter(|d| d.path != from);
+        let chosen: Vec<&Def> = match &call.module {
+            Some(m) => candidates
+                .filter(|d| d.module.as_deref() == Some(m.as_str()))
+                .collect(),
+            None => candidates.by_ref().collect(),
+        };
+        match chosen.as_slice() {
+            [d] => Some((d.model.clone(), d.id, d.path.clone())),
+            _ => None,
         }
     }
 
-    /// Skips what the run's excludes name and files larger than
-    /// `max_file_size` bytes, as the audit itself does.
-    pub fn with_limits(mut self, excludes: crate::walk::Excludes, max_file_size: u64) -> Self {
-        self.excludes = Some(excludes);
-        self.max_file_size = max_file_size;
-        self
+    /// Builds the index for `asks` (file display path, its crate root, the
+    /// names it asked for). `files(root)` lists a crate's `.rs` files
+    /// (display path, path), `read(path)` reads one (within the run's
+    /// limits).
+    pub fn build(
+        asks: &[(String, PathBuf, Asked)],
+        packs: &PackSet,
+        lock_name: &Regex,
+        files: &(dyn Fn(&Path) -> Vec<(String, PathBuf)> + Sync),
+        read: &(dyn Fn(&Path) -> Option<Vec<u8>> + Sync),
+        pool: &rayon::ThreadPool,
+    ) -> FnIndex {
+        use rayon::prelude::*;
+        let mut index = FnIndex::default();
+        let mut pending: BTreeMap<PathBuf, BTreeSet<String>> = BTreeMap::new();
+        for (file, root, asked) in asks {
+            index.roots.insert(file.clone(), root.clone());
+            pending
+                .entry(root.clone())
+                .or_default()
+                .extend(asked.names.iter().cloned());
+        }
+        let mut looked: HashMap<PathBuf, BTreeSet<String>> = HashMap::new();
+        let mut models: HashMap<String, Option<Arc<FileModel>>> = HashMap::new();
+        let mut listed: HashMap<PathBuf, Vec<(String, PathBuf)>> = HashMap::new();
+        for _ in 0..=MAX_DEPTH {
+            // The names not looked up yet, per crate, within the bound.
+            let mut round: Vec<(PathBuf, Vec<String>)> = Vec::new();
+            for (root, names) in std::mem::take(&mut pending) {
+                let seen = looked.entry(root.clone()).or_default();
+                let fresh: Vec<String> = names
+                    .into_iter()
+                    .filter(|n| !seen.contains(n))
+                    .take(MAX_NAMES.saturating_sub(seen.len()))
+                    .collect();
+                seen.extend(fresh.iter().cloned());
+                if !fresh.is_empty() {
+                    round.push((root, fresh));
+                }
+            }
+            if round.is_empty() {
+                break;
+            }
+            // (root, file) pairs to search, each with the names sought.
+            let mut work: Vec<(PathBuf, (String, PathBuf), Regex)> = Vec::new();
+            for (root, names) in &round {
+                let alternation = names
+                    .iter()
+                    .map(|n| regex::escape(n))
+                    .collect::<Vec<_>>()
+                    .join("|");
+                let Ok(defines) = Regex::new(&format!(r"\bfn\s+(?:{alternation})\b")) else {
+                    continue;
+                };
+                let list = listed
+                    .entry(root.clone())
+                    .or_insert_with(|| files(root))
+                    .clone();
+                for path in list {
+                    work.push((root.clone(), path, defines.clone()));
+                }
+            }
+            let known: HashMap<&str, Option<Arc<FileModel>>> = models
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.clone()))
+                .collect();
+            let cache = Mutex::new(Vec::new());
+            let found: Vec<(PathBuf, String, Arc<FileModel>)> = pool.install(|| {
+                work.par_iter()
+                    .filter_map(|(root, (path, file), defines)| {
+                        let bytes = read(file)?;
+                        let text = std::str::from_utf8(&bytes).ok()?;
+                        if !defines.is_match(text) {
+                            return None;
+                        }
+                        let model = match known.get(path.as_str()) {
+                            Some(m) => m.clone(),
+                            None => {
+                                let m = model_of(path, text, packs, lock_name);
+                                cache.lock().unwrap().push((path.clone(), m.clone()));
+                                m
+                            }
+                        };
+                        Some((root.clone(), path.clone(), model?))
+                    })
+                    .collect()
+            });
+            models.extend(cache.into_inner().unwrap());
+            let names: HashMap<&PathBuf, BTreeSet<&str>> = round
+                .iter()
+                .map(|(r, n)| (r, n.iter().map(String::as_str).collect()))
+                .collect();
+            for (root, path, model) in found {
+                let module = module_of(Path::new(&path));
+                for (id, f) in model.fn_ids() {
+                    if !names[&root].contains(f.name.as_str()) {
+                        continue;
+                    }
+                    // The functions it calls in other files, for the next
+                    // round: the check follows calls that deep.
+                    for c in f.calls.iter().filter(|c| !c.local && !c.method) {
+                        pending
+                            .entry(root.clone())
+                            .or_default()
+                            .insert(c.name.clone());
+                    }
+                    let defs = index
+                        .defs
+                        .entry((root.clone(), f.name.clone()))
+                        .or_default();
+                    // One definition per file: its first (as a check of the
+                    // file itself would find it).
+                    if !defs.iter().any(|d| d.path == path) {
+                        defs.push(Def {
+                            path: path.clone(),
+                            module: module.clone(),
+                            model: model.clone(),
+                            id,
+                        });
+                    }
+                }
+            }
+        }
+        // Each callee file is also a place the check follows calls from.
+        let extra: Vec<(String, PathBuf)> = index
+            .defs
+            .iter()
+            .flat_map(|((root, _), defs)| defs.iter().map(move |d| (d.path.clone(), root.clone())))
+            .collect();
+        for (path, root) in extra {
+            index.roots.entry(path).or_insert(root);
+        }
+        index
+    }
+}
+
+fn model_of(path: &str, text: &str, packs: &PackSet, lock_name: &Regex) -> Option<Arc<FileModel>> {
+    let file = crate::parse::file(text).ok()?;
+    let src = SourceFile::new(path, text);
+    let model = extract::extract(&file, &src, packs, &Options::new(lock_name));
+    // The thread-local span map grows with every parsed file.
+    drop(file);
+    proc_macro2::extra::invalidate_current_thread_spans();
+    Some(Arc::new(model))
+}
+
+/// The module a file is: its stem, its directory's name for `mod.rs`, and
+/// `crate` for `lib.rs` and `main.rs` (called as `crate::name(..)`).
+pub fn module_of(path: &Path) -> Option<String> {
+    let stem = path.file_stem()?.to_str()?;
+    let name = match stem {
+        "lib" | "main" => "crate",
+        "mod" => path.parent()?.file_name()?.to_str()?,
+        _ => stem,
+    };
+    Some(name.replace('-', "_"))
+}
+
+/// The nearest directory above `file` with a `Cargo.toml` (asked of the
+/// file system, one `stat` per directory).
+pub fn crate_root_on_disk(file: &Path) -> Option<PathBuf> {
+    file.ancestors()
+        .skip(1)
+        .find(|d| std::fs::symlink_metadata(d.join("Cargo.toml")).is_ok_and(|m| m.is_file()))
+        .map(Path::to_path_buf)
+}
+
+/// A crate's `.rs` files on disk, by display path relative to `cwd`:
+/// never a symbolic link, a FIFO, an excluded file, `target/`, or a file
+/// over `max_file_size` bytes.
+pub fn crate_files_on_disk(
+    root: &Path,
+    cwd: &Path,
+    excludes: Option<&crate::walk::Excludes>,
+    max_file_size: u64,
+) -> Vec<(String, PathBuf)> {
+    let excludes = excludes.cloned();
+    let walker = ignore::WalkBuilder::new(root)
+        .require_git(false)
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .filter_entry(move |e| {
+            e.depth() == 0
+                || (e.file_name() != "target"
+                    && !excludes.as_ref().is_some_and(|x| x.excludes_file(e.path())))
+        })
+        .build();
+    walker
+        .flatten()
+        .filter(|entry| {
+            entry.file_type().is_some_and(|t| t.is_file())
+                && entry.path().extension().is_some_and(|x| x == "rs")
+                && entry.metadata().is_ok_and(|m| m.len() <= max_file_size)
+        })
+        .map(|entry| {
+            (
+                crate::walk::display_path(entry.path(), cwd),
+                entry.path().to_path_buf(),
+            )
+        })
+        .collect()
+}
+
+/// Finds the package name of a file's crate, for a lock crate's own source
+/// (where the crate is evidence). Reads only manifests inside the
+/// repository, each once.
+pub struct Manifests {
+    cwd: PathBuf,
+    /// Display path → its crate root: asked once per file.
+    roots: Mutex<HashMap<String, Option<PathBuf>>>,
+    /// Crate root → its package name.
+    names: Mutex<HashMap<PathBuf, Option<String>>>,
+    /// The repository's top directory, found on first use.
+    top: std::sync::OnceLock<PathBuf>,
+}
+
+impl Manifests {
+    pub fn new(cwd: PathBuf) -> Self {
+        Manifests {
+            cwd,
+            roots: Mutex::new(HashMap::new()),
+            names: Mutex::new(HashMap::new()),
+            top: std::sync::OnceLock::new(),
+        }
     }
 
     fn crate_root(&self, from: &str) -> Option<PathBuf> {
@@ -92,12 +311,7 @@ impl<'a> CrateResolver<'a> {
         }
         let root = std::fs::canonicalize(self.cwd.join(from))
             .ok()
-            .and_then(|abs| {
-                abs.ancestors()
-                    .skip(1)
-                    .find(|d| d.join("Cargo.toml").is_file())
-                    .map(Path::to_path_buf)
-            });
+            .and_then(|abs| crate_root_on_disk(&abs));
         self.roots
             .lock()
             .unwrap()
@@ -105,62 +319,33 @@ impl<'a> CrateResolver<'a> {
         root
     }
 
-    fn files(&self, root: &Path) -> Arc<CrateFiles> {
-        if let Some(f) = self.crates.lock().unwrap().get(root) {
-            return f.clone();
-        }
-        let mut files = Vec::new();
-        let excludes = self.excludes.clone();
-        let walker = ignore::WalkBuilder::new(root)
-            .require_git(false)
-            .sort_by_file_name(|a, b| a.cmp(b))
-            .filter_entry(move |e| {
-                e.depth() == 0
-                    || (e.file_name() != "target"
-                        && !excludes.as_ref().is_some_and(|x| x.excludes_file(e.path())))
-            })
-            .build();
-        for entry in walker.flatten() {
-            let p = entry.path();
-            // Never parsed: an excluded file (above), a symbolic link, a
-            // FIFO, or a file over the size limit.
-            if entry.file_type().is_some_and(|t| t.is_file())
-                && p.extension().is_some_and(|x| x == "rs")
-                && entry
-                    .metadata()
-                    .is_ok_and(|m| m.len() <= self.max_file_size)
-            {
-                if let Ok(text) = std::fs::read_to_string(p) {
-                    files.push((crate::walk::display_path(p, &self.cwd), text));
-                }
-            }
-        }
-        let files = Arc::new(files);
-        self.crates
-            .lock()
-            .unwrap()
-            .insert(root.to_path_buf(), files.clone());
-        files
-    }
-
-    fn model(&self, path: &str, text: &str) -> Option<Arc<FileModel>> {
-        if let Some(m) = self.models.lock().unwrap().get(path) {
-            return m.clone();
-        }
-        let model = crate::parse::file(text).ok().map(|file| {
-            let src = SourceFile::new(path, text);
-            Arc::new(extract::extract(
-                &file,
-                &src,
-                self.packs,
-                &Options::new(self.lock_name),
-            ))
+    /// The name of the crate `from` (a display path) belongs to, as written
+    /// in `use` paths (`redis_lock` for a package named `redis-lock`).
+    pub fn crate_name(&self, from: &str) -> Option<String> {
+        let root = self.crate_root(from)?;
+        // Only manifests inside the repository (the git top level above the
+        // current directory, else the current directory) are read.
+        let top = self.top.get_or_init(|| {
+            let cwd = std::fs::canonicalize(&self.cwd).unwrap_or_else(|_| self.cwd.clone());
+            cwd.ancestors()
+                .find(|d| d.join(".git").exists())
+                .map(Path::to_path_buf)
+                .unwrap_or(cwd)
         });
-        self.models
-            .lock()
-            .unwrap()
-            .insert(path.to_string(), model.clone());
-        model
+        if !root.starts_with(top) {
+            return None;
+        }
+        if let Some(n) = self.names.lock().unwrap().get(&root) {
+            return n.clone();
+        }
+        let manifest = root.join("Cargo.toml");
+        let name = std::fs::symlink_metadata(&manifest)
+            .ok()
+            .filter(|m| m.is_file() && m.len() <= 1 << 20)
+            .and_then(|_| std::fs::read_to_string(&manifest).ok())
+            .and_then(|text| package_name(&text));
+        self.names.lock().unwrap().insert(root, name.clone());
+        name
     }
 }
 
@@ -194,61 +379,4 @@ fn package_name(manifest: &str) -> Option<String> {
         return None;
     }
     None
-}
-
-impl FnResolver for CrateResolver<'_> {
-    fn crate_name(&self, from: &str) -> Option<String> {
-        let root = self.crate_root(from)?;
-        // Only manifests inside the repository (the git top level above the
-        // current directory, else the current directory) are read.
-        let top = self.top.get_or_init(|| {
-            let cwd = std::fs::canonicalize(&self.cwd).unwrap_or_else(|_| self.cwd.clone());
-            cwd.ancestors()
-                .find(|d| d.join(".git").exists())
-                .map(Path::to_path_buf)
-                .unwrap_or(cwd)
-        });
-        if !root.starts_with(top) {
-            return None;
-        }
-        if let Some(n) = self.names.lock().unwrap().get(&root) {
-            return n.clone();
-        }
-        let manifest = root.join("Cargo.toml");
-        let name = std::fs::symlink_metadata(&manifest)
-            .ok()
-            .filter(|m| m.is_file() && m.len() <= 1 << 20)
-            .and_then(|_| std::fs::read_to_string(&manifest).ok())
-            .and_then(|text| package_name(&text));
-        self.names.lock().unwrap().insert(root, name.clone());
-        name
-    }
-
-    fn resolve(&self, from: &str, name: &str) -> Option<Found> {
-        let root = self.crate_root(from)?;
-        let key = (from.to_string(), name.to_string());
-        if let Some(f) = self.found.lock().unwrap().get(&key) {
-            return f.clone();
-        }
-        let found = self.search(&root, from, name);
-        self.found.lock().unwrap().insert(key, found.clone());
-        found
-    }
-}
-
-impl CrateResolver<'_> {
-    fn search(&self, root: &Path, from: &str, name: &str) -> Option<Found> {
-        let defines = Regex::new(&format!(r"\bfn\s+{}\b", regex::escape(name))).ok()?;
-        for (path, text) in self.files(root).iter() {
-            if path == from || !defines.is_match(text) {
-                continue;
-            }
-            if let Some(model) = self.model(path, text) {
-                if let Some(i) = model.find_fn(name) {
-                    return Some((model.clone(), i, path.clone()));
-                }
-            }
-        }
-        None
-    }
 }

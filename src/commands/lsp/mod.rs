@@ -31,7 +31,7 @@ use crate::directives::Directives;
 use crate::engine::Engine;
 use crate::exit::ExitStatus;
 use crate::finding::Finding;
-use crate::model::resolve::CrateResolver;
+use crate::model::resolve::Manifests;
 use crate::pack::PackSet;
 use crate::prefilter::Prefilter;
 use crate::source::SourceFile;
@@ -326,17 +326,12 @@ impl Server {
             return;
         };
         let shown = walk::display_path(&path, &self.cwd);
-        let resolver =
-            CrateResolver::new(&loaded.packs, &loaded.settings.lock_name, self.cwd.clone());
-        let engine = Engine {
-            packs: &loaded.packs,
-            settings: &loaded.settings,
-            prefilter: Some(&loaded.prefilter),
-            only: None,
-            resolver: Some(&resolver),
-        };
+        let manifests = Manifests::new(self.cwd.clone());
+        let engine = Engine::new(&loaded.packs, &loaded.settings)
+            .with_prefilter(Some(&loaded.prefilter))
+            .with_manifests(&manifests);
         doc.findings = engine
-            .check_bytes(&shown, doc.text.as_bytes(), false)
+            .check_in_crate(&shown, doc.text.as_bytes(), &self.cwd, None)
             .findings;
         let src = SourceFile::new("", doc.text.as_str());
         let diagnostics = doc

@@ -112,6 +112,9 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                     span,
                     offset: span.start.offset,
                     local: this_file,
+                    module: (n >= 2)
+                        .then(|| path.segments[n - 2].ident.to_string())
+                        .filter(|m| !matches!(m.as_str(), "self" | "super" | "Self")),
                 });
             }
         }
@@ -133,6 +136,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                         receiver,
                         span: crate::source::Span { start, end },
                         offset: start.offset,
+                        module: None,
                     });
                 }
             }
