@@ -598,11 +598,19 @@ fn crate_passes(
         )
     };
     let first = |scope: usize| engines_first[scope];
+    // A named file, or a named directory inside a crate, may leave part
+    // of its crate unwalked.
+    let partial = !p.named.is_empty()
+        || p.walked_dirs.iter().any(|d| {
+            !d.join("Cargo.toml").is_file()
+                && crate::model::resolve::crate_root_on_disk(&d.join("x")).is_some()
+        });
     let sources = crate::cross::Sources {
         first: &first,
         engine: &engine,
         read: &read,
         crate_files: &crate_files,
+        partial,
     };
     crate::cross::crate_passes(&mut files, &p.cwd, pool, inventory, &sources);
     for (slot, f) in slots.into_iter().zip(files) {

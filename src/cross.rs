@@ -340,6 +340,9 @@ pub struct Sources<'e> {
     /// the revision for `--new-since`; never a file the scope excludes.
     /// Empty for a crate the walk covered.
     pub crate_files: &'e (dyn Fn(&Path, usize) -> Listing + Sync),
+    /// The walk may have covered some crate only in part (a file, or a
+    /// directory inside a crate, was named): `crate_files` is asked.
+    pub partial: bool,
 }
 
 /// Files by (display path, path).
@@ -366,6 +369,16 @@ pub fn crate_passes(
     sources: &Sources,
 ) {
     use rayon::prelude::*;
+    let needed = |files: &[Audited]| {
+        files.iter().any(|f| {
+            !f.outcome.wrappers.is_empty()
+                || !f.outcome.texts.is_empty()
+                || !f.outcome.asked.names.is_empty()
+        })
+    };
+    if !sources.partial && !needed(files) {
+        return;
+    }
     let walked = files.len();
     let mut roots = Roots::default();
     // Files under no `Cargo.toml` are one crate: the walked tree.
@@ -411,12 +424,7 @@ pub fn crate_passes(
         crate_of.push(root);
         files.push(f);
     }
-    let needed = files.iter().any(|f| {
-        !f.outcome.wrappers.is_empty()
-            || !f.outcome.texts.is_empty()
-            || !f.outcome.asked.names.is_empty()
-    });
-    if needed {
+    if needed(files) {
         let contexts = follow_wrappers(files, &crate_of, pool, inventory, sources);
         follow_calls(
             files, walked, &crate_of, &contexts, pool, inventory, sources,

@@ -298,9 +298,11 @@ impl Engine<'_> {
         out
     }
 
-    /// Audits one file alone (the language server): once, then, when its
-    /// fencing check asked for functions of other files of its crate, again
-    /// knowing them (read from the crate on disk, outside the check).
+    /// Audits one file alone (the language server, an unsaved buffer), as
+    /// a run naming only that file would: its crate's other files on disk
+    /// are read for the wrappers, texts and functions they offer
+    /// ([`crate::cross::crate_passes`]), within `excludes` and the size
+    /// limit.
     pub fn check_in_crate(
         &self,
         shown: &str,
@@ -308,31 +310,39 @@ impl Engine<'_> {
         cwd: &std::path::Path,
         excludes: Option<&crate::walk::Excludes>,
     ) -> FileOutcome {
-        use crate::model::resolve::{crate_files_on_disk, crate_root_on_disk};
         let first = self.check_bytes(shown, bytes, false);
-        if first.asked.names.is_empty() {
-            return first;
-        }
-        let root = std::fs::canonicalize(cwd.join(shown))
-            .ok()
-            .and_then(|abs| crate_root_on_disk(&abs));
-        let (Some(root), Ok(pool)) = (root, crate::parse::pool(Some(1))) else {
+        let Ok(pool) = crate::parse::pool(None) else {
             return first;
         };
+        let path = cwd.join(shown);
         let max = self.settings.max_file_size;
-        let files = |root: &std::path::Path| crate_files_on_disk(root, cwd, excludes, max);
-        let read =
-            |path: &std::path::Path| crate::app::read_capped(path, max).ok().and_then(Result::ok);
-        let asks = [(shown.to_string(), root, first.asked.clone())];
-        let index = FnIndex::build(
-            &asks,
-            self.packs,
-            &self.settings.lock_name,
-            &files,
-            &read,
-            &pool,
-        );
-        pool.install(|| self.with_fns(&index).check_bytes(shown, bytes, false))
+        let unfiltered = self.with_prefilter(None);
+        let engine = |_: usize| unfiltered;
+        let first_engine = |_: usize| *self;
+        let read = |p: &std::path::Path, _: usize| {
+            if p == path {
+                return Some(bytes.to_vec());
+            }
+            crate::app::read_capped(p, max).ok().and_then(Result::ok)
+        };
+        let crate_files = |root: &std::path::Path, _: usize| {
+            crate::model::resolve::crate_files_on_disk(root, cwd, excludes, max)
+        };
+        let sources = crate::cross::Sources {
+            first: &first_engine,
+            engine: &engine,
+            read: &read,
+            crate_files: &crate_files,
+            partial: true,
+        };
+        let mut files = vec![crate::cross::Audited {
+            path: path.clone(),
+            scope: 0,
+            shown: shown.to_string(),
+            outcome: first,
+        }];
+        crate::cross::crate_passes(&mut files, cwd, &pool, false, &sources);
+        files.pop().map(|f| f.outcome).unwrap_or_default()
     }
 
     /// A file larger than `max-file-size`: one note, nothing read.

@@ -341,6 +341,8 @@ pub fn fingerprints_at(
         engine: &engine,
         read: &read,
         crate_files: &crate_files,
+        // Paths inside the tree may cover a crate in part.
+        partial: wanted.iter().any(|w| !w.is_empty()),
     };
     crate::cross::crate_passes(&mut files, cwd, &pool, false, &sources);
     Ok(files

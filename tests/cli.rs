@@ -1740,6 +1740,45 @@ mod lsp {
             .unwrap_or_else(|| panic!("no action `{start}…` in {actions:#?}"))
     }
 
+    /// Covers #13: the editor judges a file as `check` does, knowing its
+    /// crate: the calls of another file's wrappers are lock sites there,
+    /// and the annotations on them attach.
+    #[test]
+    fn the_editor_knows_the_wrappers_of_the_crate() {
+        let tmp = super::copy_project("wrapped");
+        let path = tmp.path().join("src/jobs.rs");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let uri = format!("file://{}", path.display());
+        let (c, handle) = start();
+        c.notify(
+            "textDocument/didOpen",
+            json!({ "textDocument": { "uri": uri, "languageId": "rust", "version": 1, "text": text } }),
+        );
+        let mut got: Vec<(u64, String)> = c
+            .diagnostics()
+            .iter()
+            .map(|d| {
+                (
+                    d["range"]["start"]["line"].as_u64().unwrap() + 1,
+                    d["code"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        got.sort();
+        let mut want: Vec<(u64, String)> = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            if let Some((_, ids)) = line.split_once("//~ ") {
+                for id in ids.split(',') {
+                    want.push((i as u64 + 1, id.trim().to_string()));
+                }
+            }
+        }
+        want.sort();
+        assert!(!want.is_empty());
+        assert_eq!(got, want);
+        stop(c, handle);
+    }
+
     #[test]
     fn annotating_from_a_code_action_clears_the_diagnostic() {
         let dir = tempfile::tempdir().unwrap();
@@ -2048,6 +2087,59 @@ fn project_matches_its_markers(name: &str, min_files: usize) {
     let unfiltered = lockaudit(&dir, &["check", "--format", "json", "--no-prefilter", "."]);
     let all: serde_json::Value = serde_json::from_str(&unfiltered.stdout).unwrap();
     assert_eq!(all["findings"], json["findings"]);
+    // A file named alone (a pre-commit hook, an editor) is judged as in
+    // the whole run: the rest of its crate is read for what it offers.
+    for file in &files {
+        let alone = lockaudit(&dir, &["check", "--format", "json", file]);
+        let alone: serde_json::Value = serde_json::from_str(&alone.stdout).unwrap();
+        // (Naming `lib.rs` also audits the modules it declares.)
+        let mut got: Vec<(u64, String)> = alone["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["path"].as_str().unwrap().ends_with(file.as_str()))
+            .map(|f| {
+                (
+                    f["line"].as_u64().unwrap(),
+                    f["check"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        got.sort();
+        let want: Vec<(u64, String)> = expected
+            .iter()
+            .filter(|(f, _, _)| f == file)
+            .map(|(_, l, c)| (*l, c.clone()))
+            .collect();
+        assert_eq!(got, want, "{file} alone");
+    }
+}
+
+/// Covers #13: correctness locks taken through the crate's own helpers.
+/// The fencing token is followed out of an acquire helper that returns the
+/// grant and into the effect helpers it is passed to; a helper that
+/// returns only a flag keeps the token; `store::write` is the one of
+/// `store.rs`, never the same-named function of `backup.rs`.
+#[test]
+fn fencing_follows_the_token_through_helpers() {
+    project_matches_its_markers("fenced-wrappers", 5);
+    let r = lockaudit(
+        &project("fenced-wrappers"),
+        &["check", "--format", "short", "."],
+    );
+    assert!(
+        r.stdout.contains(
+            "src/service.rs:24:8: error[unfenced-correctness-lock]: correctness lock `\"ledger/3\"`: \
+             the wrapper hands back only whether it was won"
+        ),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("src/service.rs:16:16: error[unfenced-correctness-lock]: correctness lock `\"ledger/2\"`: 1 effect"),
+        "{}",
+        r.stdout
+    );
 }
 
 /// Covers #13: wrappers defined in one file of a crate and called in

@@ -125,6 +125,19 @@ fn check_one(ctx: &CheckCtx, a: &Event, out: &mut Vec<Finding>) {
     let token_note = api.token.as_ref().and_then(|t| t.note.clone());
     let mut finding = match kind {
         TokenKind::Monotonic if unfenced.is_empty() => return,
+        TokenKind::Monotonic if a.token_dropped => ctx
+            .finding(
+                CheckId::UnfencedCorrectnessLock,
+                a,
+                format!(
+                    "correctness {lock}: the wrapper hands back only whether it was won, so no effect in the critical section can carry its fencing token"
+                ),
+            )
+            .label(format!(
+                "`{}` returns a success flag: the grant and its token stay inside it",
+                a.wrapper.as_deref().and_then(|w| w.split(" → ").next()).unwrap_or("the wrapper")
+            ))
+            .note("return the grant (or its revision) from the wrapper, and pass it to every write the lock protects"),
         TokenKind::Monotonic if a.binding.is_empty() => ctx
             .finding(
                 CheckId::UnfencedCorrectnessLock,

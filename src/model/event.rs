@@ -150,6 +150,9 @@ pub struct Event {
     /// The wrapper called, as its callers reach it (`locks::acquire_lock`,
     /// `Locker::try_take`), outermost first when one wraps another.
     pub wrapper: Option<String>,
+    /// A wrapper on the way hands back only whether the lock was won (a
+    /// `bool`, or nothing): the grant's token stays inside it.
+    pub token_dropped: bool,
 }
 
 /// A condition that encloses code (`if c {..}`, `match s {..}`).
@@ -261,6 +264,9 @@ pub struct Wrapper {
     /// The module of that file (`locks` for `src/locks.rs` or
     /// `src/locks/mod.rs`): a call through a path names it.
     pub module: Option<String>,
+    /// It returns only a success flag (`bool`, `Result<bool, _>`, `()`):
+    /// the inner grant and its token do not reach the caller.
+    pub flag_only: bool,
 }
 
 impl FileModel {

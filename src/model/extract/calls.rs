@@ -104,6 +104,12 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             let constructor = n == 1 && name.starts_with(|c: char| c.is_ascii_uppercase());
             if (this_file || crate_path) && !chain.resolved && !constructor {
                 let span = expr_span(self.cx.src, chain.root_expr);
+                let module = if n >= 2 {
+                    Some(path.segments[n - 2].ident.to_string())
+                        .filter(|m| !matches!(m.as_str(), "self" | "super" | "Self"))
+                } else {
+                    self.cx.use_modules.get(&name).cloned()
+                };
                 self.model.fns[self.f].calls.push(CallSite {
                     name,
                     method: false,
@@ -112,9 +118,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                     span,
                     offset: span.start.offset,
                     local: this_file,
-                    module: (n >= 2)
-                        .then(|| path.segments[n - 2].ident.to_string())
-                        .filter(|m| !matches!(m.as_str(), "self" | "super" | "Self")),
+                    module,
                 });
             }
         }

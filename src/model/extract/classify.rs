@@ -366,6 +366,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             purpose: None,
             wrapper_fn_line: None,
             wrapper: None,
+            token_dropped: false,
         }
     }
 }

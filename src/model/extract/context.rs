@@ -23,6 +23,8 @@ pub(super) struct Cx<'a, 'ast> {
     pub local_fns: HashSet<String>,
     /// Modules this file declares (`mod store;`).
     pub modules: HashSet<String>,
+    /// Names imported from a module of the crate, with that module.
+    pub use_modules: &'ast HashMap<String, String>,
     /// Text shapes (SQL, Lua) whose pack's trigger words occur in the file:
     /// the others cannot match, and are not tried on every chain.
     pub text_only: Vec<ApiRef>,
@@ -77,6 +79,7 @@ impl<'a, 'ast> Cx<'a, 'ast> {
                 .collect(),
             local_fns: index.fns.iter().map(|f| f.name.clone()).collect(),
             modules: index.modules.iter().cloned().collect(),
+            use_modules: &index.use_modules,
             text_only,
             macros: &index.macros,
             types: &index.types,

@@ -28,6 +28,8 @@ pub(super) struct FnItem<'ast> {
     pub params: Vec<(String, Option<String>)>,
     /// The declared return type (`-> redis::Cmd`).
     pub ret: Option<String>,
+    /// It returns a `bool` or nothing (also inside `Result`/`Option`).
+    pub flag_only: bool,
     pub in_drop: bool,
     pub body: &'ast syn::Block,
 }
@@ -57,6 +59,9 @@ pub(super) struct Index<'ast> {
     pub methods: HashSet<(String, String)>,
     impl_stack: Vec<(String, bool)>,
     pub modules: Vec<String>,
+    /// Names a `use` of the crate's own paths imports, with the module
+    /// before them (`use crate::store::write;`: `write` → `store`).
+    pub use_modules: HashMap<String, String>,
     /// Macros whose bodies may be read as expressions, once it is known
     /// which are worth it ([`Index::parse_macros`]).
     pending: Vec<&'ast syn::Macro>,
@@ -165,6 +170,29 @@ fn ret(sig: &syn::Signature) -> Option<String> {
     (!reply).then(|| type_text(t))
 }
 
+/// Whether a function returns only a success flag: nothing, `bool`, or
+/// either inside a `Result` or an `Option`.
+fn flag_only(sig: &syn::Signature) -> bool {
+    let syn::ReturnType::Type(_, t) = &sig.output else {
+        return true;
+    };
+    let text: String = keys::compact(&**t)
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect();
+    let (head, inner) = match text.split_once('<') {
+        Some((h, rest)) => (h, rest.strip_suffix('>').unwrap_or(rest)),
+        None => (text.as_str(), ""),
+    };
+    let head = head.rsplit("::").next().unwrap_or(head);
+    let flag = |t: &str| matches!(t, "bool" | "()");
+    if head.ends_with("Result") || head == "Option" {
+        let first = inner.split(',').next().unwrap_or("");
+        return flag(first);
+    }
+    flag(head)
+}
+
 fn self_type_name(t: &syn::Type) -> String {
     match t {
         syn::Type::Path(p) => p
@@ -188,6 +216,7 @@ impl<'ast> Visit<'ast> for Index<'ast> {
             first_line: first_line(&i.attrs, &i.sig, vis),
             params: params(&i.sig, None),
             ret: ret(&i.sig),
+            flag_only: flag_only(&i.sig),
             in_drop: false,
             body: &i.block,
         });
@@ -235,6 +264,7 @@ impl<'ast> Visit<'ast> for Index<'ast> {
             first_line: first_line(&i.attrs, &i.sig, vis),
             params: params(&i.sig, Some(&ty)),
             ret: ret(&i.sig),
+            flag_only: flag_only(&i.sig),
             in_drop: drop,
             body: &i.block,
         });
@@ -259,6 +289,7 @@ impl<'ast> Visit<'ast> for Index<'ast> {
                 first_line: first_line(&i.attrs, &i.sig, None),
                 params: params(&i.sig, Some(&ty)),
                 ret: ret(&i.sig),
+                flag_only: flag_only(&i.sig),
                 in_drop: false,
                 body,
             });
@@ -283,6 +314,11 @@ impl<'ast> Visit<'ast> for Index<'ast> {
         self.const_types
             .insert(i.ident.to_string(), type_text(&i.ty));
         visit::visit_item_static(self, i);
+    }
+
+    fn visit_item_use(&mut self, i: &'ast syn::ItemUse) {
+        local_uses(&i.tree, false, None, self);
+        visit::visit_item_use(self, i);
     }
 
     fn visit_use_tree(&mut self, u: &'ast syn::UseTree) {
@@ -341,5 +377,34 @@ impl<'ast> Visit<'ast> for Index<'ast> {
             }
         }
         visit::visit_macro(self, m);
+    }
+}
+
+/// The names a `use` of this crate's own paths (`use crate::{locks,
+/// store};`, `use super::store as db;`) brings into scope: a path call
+/// through one (`store::write(..)`) is a call into another file of the
+/// crate, and a name imported from a module (`use crate::store::write;`)
+/// is that module's.
+fn local_uses(t: &syn::UseTree, local: bool, parent: Option<String>, out: &mut Index) {
+    match t {
+        syn::UseTree::Path(p) => {
+            let name = p.ident.to_string();
+            let root = matches!(name.as_str(), "crate" | "self" | "super");
+            local_uses(&p.tree, local || root, Some(name), out);
+        }
+        syn::UseTree::Name(n) if local && n.ident != "self" => {
+            let name = n.ident.to_string();
+            if let Some(m) = parent.filter(|m| !matches!(m.as_str(), "self" | "super")) {
+                out.use_modules.insert(name.clone(), m);
+            }
+            out.modules.push(name);
+        }
+        syn::UseTree::Rename(r) if local => out.modules.push(r.rename.to_string()),
+        syn::UseTree::Group(g) => {
+            for item in &g.items {
+                local_uses(item, local, parent.clone(), out);
+            }
+        }
+        _ => {}
     }
 }

@@ -92,6 +92,7 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
                 first_line: r.line,
                 params: Vec::new(),
                 ret: None,
+                flag_only: false,
                 in_drop: false,
                 body,
             });
@@ -485,6 +486,7 @@ fn passed_on(w: &Walker, item: &FnItem) -> Option<Wrapper> {
             .map(|t| syntax::type_head(t).to_string()),
         imported: false,
         module: None,
+        flag_only: item.flag_only,
     })
 }
 

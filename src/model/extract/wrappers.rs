@@ -145,6 +145,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         ev.mentions.extend(mentions(chain.root_expr));
         ev.receiver = keys::compact(chain.root_expr);
         ev.wrapper_fn_line = Some(w.fn_line);
+        ev.token_dropped = ev.token_dropped || w.flag_only;
         let called = match (&w.owner, &w.module) {
             (Some(owner), _) if w.method => format!("{owner}::{name}"),
             (_, Some(module)) if w.imported => format!("{module}::{name}"),
