@@ -2118,8 +2118,11 @@ fn project_matches_its_markers(name: &str, min_files: usize) {
 /// Covers #13: correctness locks taken through the crate's own helpers.
 /// The fencing token is followed out of an acquire helper that returns the
 /// grant and into the effect helpers it is passed to; a helper that
-/// returns only a flag keeps the token; `store::write` is the one of
-/// `store.rs`, never the same-named function of `backup.rs`.
+/// returns only a flag keeps the token; `store::write` (or `write`
+/// imported from `store`) is the one of `store.rs`, never the same-named
+/// function of `backup.rs`, and `write` imported from `backup` is that
+/// one; `ledger.apply(..)` on `ledger: &store::Ledger`, and
+/// `Ledger::apply_plain(..)`, are that type's methods in `store.rs`.
 #[test]
 fn fencing_follows_the_token_through_helpers() {
     project_matches_its_markers("fenced-wrappers", 5);

@@ -327,7 +327,7 @@ fn follow_call(
     let remote;
     let (m, callee, file): (&FileModel, FnId, &str) = match model.find_fn(&call.name) {
         Some(i) if call.local => (model, i, path),
-        _ if call.method => return (0, 0),
+        _ if call.method && call.owner.is_none() => return (0, 0),
         _ => match ctx.fns.and_then(|r| r.resolve(path, call)) {
             Some(found) => {
                 remote = found;

@@ -194,6 +194,10 @@ pub struct CallSite {
     /// The module the call's path names (`store` of `crate::store::write`),
     /// which chooses between files that define the same name.
     pub module: Option<String>,
+    /// A method's receiver type, when declared (`store: &Store` for
+    /// `store.write(..)`): the method is that type's, wherever the crate
+    /// defines it.
+    pub owner: Option<String>,
 }
 
 /// A log or print macro and the identifiers it mentions.

@@ -40,6 +40,8 @@ const MAX_NAMES: usize = 512;
 /// One definition of a function name in a crate.
 struct Def {
     path: String,
+    /// `Type::name` for a method, `name` for a free function.
+    qualified: String,
     module: Option<String>,
     model: Arc<FileModel>,
     id: FnId,
@@ -67,12 +69,18 @@ impl FnIndex {
     pub fn resolve(&self, from: &str, call: &CallSite) -> Option<Found> {
         let root = self.roots.get(from)?;
         let defs = self.defs.get(&(root.clone(), call.name.clone()))?;
-        let mut candidates = defs.iter().filter(|d| d.path != from);
-        let chosen: Vec<&Def> = match &call.module {
-            Some(m) => candidates
+        let candidates = defs.iter().filter(|d| d.path != from);
+        let chosen: Vec<&Def> = match (&call.owner, &call.module) {
+            // A method: its type's, in whichever file the `impl` is.
+            (Some(owner), _) => {
+                let qualified = format!("{owner}::{}", call.name);
+                candidates.filter(|d| d.qualified == qualified).collect()
+            }
+            (None, Some(m)) => candidates
+                .filter(|d| d.qualified == call.name)
                 .filter(|d| d.module.as_deref() == Some(m.as_str()))
                 .collect(),
-            None => candidates.by_ref().collect(),
+            (None, None) => candidates.filter(|d| d.qualified == call.name).collect(),
         };
         match chosen.as_slice() {
             [d] => Some((d.model.clone(), d.id, d.path.clone())),
@@ -180,7 +188,11 @@ impl FnIndex {
                     }
                     // The functions it calls in other files, for the next
                     // round: the check follows calls that deep.
-                    for c in f.calls.iter().filter(|c| !c.local && !c.method) {
+                    for c in f
+                        .calls
+                        .iter()
+                        .filter(|c| !c.local && (!c.method || c.owner.is_some()))
+                    {
                         pending
                             .entry(root.clone())
                             .or_default()
@@ -190,11 +202,15 @@ impl FnIndex {
                         .defs
                         .entry((root.clone(), f.name.clone()))
                         .or_default();
-                    // One definition per file: its first (as a check of the
-                    // file itself would find it).
-                    if !defs.iter().any(|d| d.path == path) {
+                    // One definition per file and qualified name (a free
+                    // function, each type's method).
+                    if !defs
+                        .iter()
+                        .any(|d| d.path == path && d.qualified == f.qualified)
+                    {
                         defs.push(Def {
                             path: path.clone(),
+                            qualified: f.qualified.clone(),
                             module: module.clone(),
                             model: model.clone(),
                             id,

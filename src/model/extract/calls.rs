@@ -96,7 +96,14 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             // path through `crate`, `self`, `super` or a module this file
             // declares. Such calls are followed across files when a fencing
             // question needs it.
+            // `Store::open(..)`: an associated function of a type, which
+            // the crate may define in another file.
+            let type_path = n == 2
+                && first != "Self"
+                && first.starts_with(|c: char| c.is_ascii_uppercase())
+                && !self.cx.packs.call_names.contains(name.as_str());
             let crate_path = n == 1
+                || type_path
                 || matches!(first.as_str(), "crate" | "self" | "super" | "Self")
                 || self.cx.modules.contains(&first);
             // `Some(..)`, `Ok(..)`, `Wrapper(..)`: a bare name in upper
@@ -104,7 +111,10 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             let constructor = n == 1 && name.starts_with(|c: char| c.is_ascii_uppercase());
             if (this_file || crate_path) && !chain.resolved && !constructor {
                 let span = expr_span(self.cx.src, chain.root_expr);
-                let module = if n >= 2 {
+                let owner = (type_path && !this_file).then(|| first.clone());
+                let module = if owner.is_some() {
+                    None
+                } else if n >= 2 {
                     Some(path.segments[n - 2].ident.to_string())
                         .filter(|m| !matches!(m.as_str(), "self" | "super" | "Self"))
                 } else {
@@ -119,11 +129,50 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                     offset: span.start.offset,
                     local: this_file,
                     module,
+                    owner,
                 });
             }
         }
         for (i, s) in chain.segs.iter().enumerate().skip(chain.inherited) {
             if let SegKind::Method { name, args, .. } = &s.kind {
+                // A method of a type the crate defines elsewhere, on a
+                // receiver whose type is declared (`store: &Store`): the
+                // fencing check may follow it into that type's `impl`. A
+                // name a pack knows is the client's, not followed.
+                let owner = (!self.cx.local_fns.contains(name)
+                    && !self.cx.packs.call_names.contains(name.as_str()))
+                .then(|| {
+                    let receiver = if i == 0 {
+                        chain.root_expr
+                    } else {
+                        chain.segs[i - 1].expr
+                    };
+                    self.declared_type(receiver)
+                })
+                .flatten()
+                .map(|t| super::syntax::type_head(&t).to_string())
+                .filter(|h| h.starts_with(|c: char| c.is_ascii_uppercase()) && h != "Self");
+                if let Some(owner) = owner {
+                    let start = self.cx.src.span_of(s.start).start;
+                    let end = expr_span(self.cx.src, s.expr).end;
+                    let receiver = if i == 0 {
+                        mentions(chain.root_expr)
+                    } else {
+                        mentions(chain.segs[i - 1].expr)
+                    };
+                    self.model.fns[self.f].calls.push(CallSite {
+                        local: false,
+                        name: name.clone(),
+                        method: true,
+                        args: args.iter().map(|a| mentions(a)).collect(),
+                        receiver,
+                        span: crate::source::Span { start, end },
+                        offset: start.offset,
+                        module: None,
+                        owner: Some(owner),
+                    });
+                    continue;
+                }
                 if self.cx.local_fns.contains(name) {
                     let start = self.cx.src.span_of(s.start).start;
                     let end = expr_span(self.cx.src, s.expr).end;
@@ -141,6 +190,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                         span: crate::source::Span { start, end },
                         offset: start.offset,
                         module: None,
+                        owner: None,
                     });
                 }
             }
