@@ -587,7 +587,9 @@ fn crate_passes(
     let crate_files = |root: &Path, scope: usize| {
         let s = &list[scope];
         let real = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
-        if p.walked_dirs.iter().any(|d| real.starts_with(d)) {
+        // Never a crate the walk covered, nor one whose `Cargo.toml` lies
+        // above the repository: nothing outside it is read.
+        if p.walked_dirs.iter().any(|d| real.starts_with(d)) || !real.starts_with(&p.root) {
             return Vec::new();
         }
         crate::model::resolve::crate_files_on_disk(
@@ -603,7 +605,7 @@ fn crate_passes(
     let partial = !p.named.is_empty()
         || p.walked_dirs.iter().any(|d| {
             !d.join("Cargo.toml").is_file()
-                && crate::model::resolve::crate_root_on_disk(&d.join("x")).is_some()
+                && crate::model::resolve::crate_root_on_disk(d).is_some()
         });
     let sources = crate::cross::Sources {
         first: &first,

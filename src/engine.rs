@@ -325,7 +325,19 @@ impl Engine<'_> {
             }
             crate::app::read_capped(p, max).ok().and_then(Result::ok)
         };
+        // Only a crate inside the file's repository (the git top level
+        // above it) is read; a file in no repository is on its own machine
+        // and its crate is read wherever it is.
+        let top = std::fs::canonicalize(&path).ok().and_then(|real| {
+            real.ancestors()
+                .find(|d| d.join(".git").exists())
+                .map(std::path::Path::to_path_buf)
+        });
         let crate_files = |root: &std::path::Path, _: usize| {
+            let real = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+            if top.as_ref().is_some_and(|t| !real.starts_with(t)) {
+                return Vec::new();
+            }
             crate::model::resolve::crate_files_on_disk(root, cwd, excludes, max)
         };
         let sources = crate::cross::Sources {

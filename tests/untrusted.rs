@@ -580,6 +580,36 @@ fn deeply_nested_shapes_are_parse_errors_not_aborts() {
     assert_eq!(r.code, Some(0), "{r:?}");
 }
 
+/// A file named alone is judged knowing its crate, but a `Cargo.toml`
+/// above the repository makes no crate: nothing outside the repository is
+/// read for it. Inside the repository the same layout is followed.
+#[test]
+fn a_crate_above_the_repository_is_never_read() {
+    let outer = tempfile::tempdir().unwrap();
+    let helper = "pub fn acquire_lock(con: &mut redis::Connection, key: &str) -> redis::RedisResult<bool> {\n    let won: Option<String> = redis::cmd(\"SET\").arg(key).arg(\"me\").arg(\"NX\").arg(\"PX\").arg(9).query(con)?;\n    Ok(won.is_some())\n}\n";
+    let caller = "fn run(con: &mut redis::Connection) -> redis::RedisResult<bool> {\n    crate::locks::acquire_lock(con, \"lock:x\")\n}\n";
+    fs::write(
+        outer.path().join("Cargo.toml"),
+        "[package]\nname = \"outer\"\n",
+    )
+    .unwrap();
+    fs::write(outer.path().join("locks.rs"), helper).unwrap();
+    let repo = outer.path().join("repo");
+    fs::create_dir_all(repo.join(".git")).unwrap();
+    fs::write(repo.join("jobs.rs"), caller).unwrap();
+    let r = run(&repo, &["check", "--format", "short", "jobs.rs"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(!r.stdout.contains("missing-purpose"), "{r:?}");
+    // The same two files inside the repository: the helper is followed.
+    fs::write(repo.join("Cargo.toml"), "[package]\nname = \"inner\"\n").unwrap();
+    fs::write(repo.join("locks.rs"), helper).unwrap();
+    let r = run(&repo, &["check", "--format", "short", "jobs.rs"]);
+    assert!(
+        r.stdout.contains("jobs.rs:2:5: error[missing-purpose]"),
+        "{r:?}"
+    );
+}
+
 /// The cross-file lookup of the fencing check reads only files the run
 /// audits: a helper in an excluded file is unknown.
 #[test]

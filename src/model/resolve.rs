@@ -254,8 +254,9 @@ pub fn module_of(path: &Path) -> Option<String> {
     Some(name.replace('-', "_"))
 }
 
-/// The nearest directory above `file` with a `Cargo.toml` (asked of the
-/// file system, one `stat` per directory).
+/// The nearest directory above `file` (a file or a directory, itself not
+/// included) with a `Cargo.toml`, asked of the file system, one `stat` per
+/// directory.
 pub fn crate_root_on_disk(file: &Path) -> Option<PathBuf> {
     file.ancestors()
         .skip(1)
