@@ -2146,7 +2146,9 @@ fn fencing_follows_the_token_through_helpers() {
 }
 
 /// Covers #13: wrappers defined in one file of a crate and called in
-/// another, also a wrapper of a wrapper in a third file. Every line marked
+/// another (acquire, release, renewal, an owner-checked release, a helper
+/// returning an unexecuted `redis::Cmd`), also a wrapper of a wrapper in a
+/// third file. Every line marked
 /// `//~ check-id` in the project is reported, and nothing else: not the
 /// wrappers' inner calls, not a method of another type with the same name,
 /// not a same-named function of another file.

@@ -372,9 +372,43 @@ fn run<'ast>(
             provisional: Vec::new(),
         };
         w.body(&item.params, item.body);
-        let wrapper = passed_on(&w, item);
+        let mut wrapper = passed_on(&w, item);
         let provisional = std::mem::take(&mut w.provisional);
         w.dead.extend(provisional);
+        // A function that returns an unexecuted lock command (`->
+        // redis::Cmd`) hands it to callers in other files, who run it: a
+        // wrapper to them, around the command as it would run. (Callers in
+        // this file continue the builder itself.) The command is judged
+        // here only for that: nothing of it is reported in the function.
+        if wrapper.is_none() && item.ret.is_some() && item.self_ty.is_none() {
+            if let Some(b) = &w.returns {
+                let chain = chain::Chain {
+                    root: b.builder.root.clone(),
+                    root_expr: b.builder.root_expr,
+                    segs: b.builder.segs.clone(),
+                    inherited: 0,
+                    resolved: false,
+                    var: None,
+                };
+                let made = w.classify(&chain, chain.root_expr, &result_use::Use::Value);
+                wrapper = made
+                    .iter()
+                    .map(|&e| &w.model.events[e])
+                    .find(|e| {
+                        use crate::pack::Role;
+                        matches!(
+                            e.role,
+                            Role::Acquire
+                                | Role::TryAcquire
+                                | Role::Release
+                                | Role::Delete
+                                | Role::Renew
+                        )
+                    })
+                    .map(|e| wrapper_of(e, &[e], item));
+                w.dead.extend(made);
+            }
+        }
         if let Some(wr) = wrapper {
             // A name defined twice is ambiguous: neither is followed.
             match found.get(&item.name) {
@@ -470,11 +504,17 @@ fn passed_on(w: &Walker, item: &FnItem) -> Option<Wrapper> {
         })
         .collect();
     let e = *handed.first()?;
+    Some(wrapper_of(e, &handed, item))
+}
+
+/// The wrapper `item` is, around the call `e` (and the others whose
+/// outcome it also hands back).
+fn wrapper_of(e: &Event, handed: &[&Event], item: &FnItem) -> Wrapper {
     let key_param = e
         .key
         .as_ref()
         .and_then(|k| item.params.iter().position(|(p, _)| *p == k.norm));
-    Some(Wrapper {
+    Wrapper {
         inner: e.clone(),
         handed_back: handed.iter().map(|e| e.span.start.offset).collect(),
         key_param,
@@ -487,7 +527,7 @@ fn passed_on(w: &Walker, item: &FnItem) -> Option<Wrapper> {
         imported: false,
         module: None,
         flag_only: item.flag_only,
-    })
+    }
 }
 
 /// One site, one event: when the same API matches an expression and one
