@@ -88,6 +88,8 @@ struct Scan<'t> {
     words: HashSet<&'t str>,
     calls: HashSet<(&'t str, bool)>,
     qualified: HashSet<(&'t str, &'t str)>,
+    /// `use locks::acquire_lock as take;`: `take` → `acquire_lock`.
+    renames: HashMap<&'t str, &'t str>,
 }
 
 /// Deepest `{` nesting followed for `use` lists.
@@ -105,6 +107,9 @@ fn scan(text: &str) -> Scan<'_> {
     // `path::{`, `None` for any other brace).
     let mut last: Option<&str> = None;
     let mut braces: Vec<Option<&str>> = Vec::new();
+    // A name written after a path, then `as`: the next word renames it.
+    let mut last_qualified = false;
+    let mut renaming: Option<&str> = None;
     while let Some(start) = rest.find(|c: char| ident(c)) {
         let from = offset + start;
         let between = &text[offset..from];
@@ -141,6 +146,12 @@ fn scan(text: &str) -> Scan<'_> {
             continue;
         }
         out.words.insert(word);
+        if let Some(orig) = renaming.take() {
+            out.renames.insert(word, orig);
+        }
+        if word == "as" {
+            renaming = last.filter(|_| last_qualified);
+        }
         let qualifier = if between.trim() == "::" {
             last
         } else if between.contains(',') || between.trim_end().ends_with('{') {
@@ -148,6 +159,7 @@ fn scan(text: &str) -> Scan<'_> {
         } else {
             None
         };
+        last_qualified = qualifier.is_some();
         if let Some(q) = qualifier {
             out.qualified.insert((q, word));
         }
@@ -209,6 +221,9 @@ type ByCrate = HashMap<PathBuf, Offers>;
 struct Given {
     wrappers: HashMap<String, Wrapper>,
     texts: HashMap<String, Vec<String>>,
+    /// Names the file calls a wrapper by that are not its own (`use
+    /// locks::acquire_lock as take;`): alias → the wrapper's name.
+    aliases: HashMap<String, String>,
 }
 
 impl Given {
@@ -288,10 +303,13 @@ fn given_to(i: usize, found: &Scan, offers: &Offers) -> Given {
             found.qualified.contains(&(m, name)) || found.qualified.contains(&(m, "*"))
         })
     };
+    let mut aliases = HashMap::new();
     let wrappers = found
         .calls
         .iter()
-        .filter_map(|&(name, dotted)| {
+        .filter_map(|&(called, dotted)| {
+            // A wrapper imported under another name is called by it.
+            let name = found.renames.get(called).copied().unwrap_or(called);
             let (def, w) = offers.wrappers.get(name)?;
             // A method is followed only on a receiver of its type, so the
             // file must name that type; a function is reached through its
@@ -301,7 +319,13 @@ fn given_to(i: usize, found: &Scan, offers: &Offers) -> Given {
             } else {
                 by_path(&w.module, name)
             };
-            (*def != i && w.method == dotted && reached).then(|| (name.to_string(), w.clone()))
+            if !(*def != i && w.method == dotted && reached) {
+                return None;
+            }
+            if called != name {
+                aliases.insert(called.to_string(), name.to_string());
+            }
+            Some((called.to_string(), w.clone()))
         })
         .collect();
     // Texts by the names the file spells (bounded by the file, not by what
@@ -323,7 +347,11 @@ fn given_to(i: usize, found: &Scan, offers: &Offers) -> Given {
         }
         texts.insert(name.to_string(), t.clone());
     }
-    Given { wrappers, texts }
+    Given {
+        wrappers,
+        texts,
+        aliases,
+    }
 }
 
 /// Where the crate passes get what they need, per scope.
@@ -647,7 +675,9 @@ fn follow_wrappers(
         let Some(offers) = by_crate.get(&crate_of[*i]) else {
             continue;
         };
+        let aliases = &imported[i].aliases;
         for name in &files[*i].outcome.wrappers_called {
+            let name = aliases.get(name).unwrap_or(name);
             if let Some((def, _)) = offers.wrappers.get(name) {
                 if def != i {
                     called.entry(*def).or_default().insert(name.clone());
@@ -737,6 +767,19 @@ mod tests {
         }
         assert!(!s.qualified.iter().any(|(_, n)| *n == "g"));
         assert!(!s.qualified.iter().any(|(q, _)| *q == "f"));
+    }
+
+    #[test]
+    fn a_name_imported_under_another_is_known_by_both() {
+        let s = scan(
+            "use crate::locks::{acquire_lock as take, release};
+fn f(n: u8) -> u64 { take(c); n as u64 }",
+        );
+        assert_eq!(s.renames.get("take"), Some(&"acquire_lock"));
+        assert!(s.qualified.contains(&("locks", "acquire_lock")));
+        // A cast renames nothing: `n` has no path before it.
+        assert!(!s.renames.contains_key("u64"));
+        assert_eq!(s.renames.len(), 1);
     }
 
     #[test]

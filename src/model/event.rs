@@ -250,6 +250,8 @@ pub struct FileModel {
 /// lock site with the inner call's API, expiry and owner check.
 #[derive(Clone, Debug)]
 pub struct Wrapper {
+    /// The function's own name (a caller may import it under another).
+    pub name: String,
     /// The inner call's event, as the wrapper's body made it.
     pub inner: Event,
     /// Where every call whose outcome the wrapper hands back starts (the

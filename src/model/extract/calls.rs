@@ -120,6 +120,11 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 } else {
                     self.cx.use_modules.get(&name).cloned()
                 };
+                // `put(..)` after `use crate::store::write as put;`.
+                let name = match self.cx.use_renames.get(&name) {
+                    Some(orig) if n == 1 && !this_file => orig.clone(),
+                    _ => name,
+                };
                 self.model.fns[self.f].calls.push(CallSite {
                     name,
                     method: false,

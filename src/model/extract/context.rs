@@ -25,6 +25,8 @@ pub(super) struct Cx<'a, 'ast> {
     pub modules: HashSet<String>,
     /// Names imported from a module of the crate, with that module.
     pub use_modules: &'ast HashMap<String, String>,
+    /// Names imported under another name: alias → the name defined.
+    pub use_renames: &'ast HashMap<String, String>,
     /// Text shapes (SQL, Lua) whose pack's trigger words occur in the file:
     /// the others cannot match, and are not tried on every chain.
     pub text_only: Vec<ApiRef>,
@@ -80,6 +82,7 @@ impl<'a, 'ast> Cx<'a, 'ast> {
             local_fns: index.fns.iter().map(|f| f.name.clone()).collect(),
             modules: index.modules.iter().cloned().collect(),
             use_modules: &index.use_modules,
+            use_renames: &index.use_renames,
             text_only,
             macros: &index.macros,
             types: &index.types,

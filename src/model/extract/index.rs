@@ -62,6 +62,9 @@ pub(super) struct Index<'ast> {
     /// Names a `use` of the crate's own paths imports, with the module
     /// before them (`use crate::store::write;`: `write` → `store`).
     pub use_modules: HashMap<String, String>,
+    /// Names a `use` of the crate's own paths renames (`use
+    /// crate::store::write as put;`): `put` → `write`.
+    pub use_renames: HashMap<String, String>,
     /// Macros whose bodies may be read as expressions, once it is known
     /// which are worth it ([`Index::parse_macros`]).
     pending: Vec<&'ast syn::Macro>,
@@ -399,7 +402,14 @@ fn local_uses(t: &syn::UseTree, local: bool, parent: Option<String>, out: &mut I
             }
             out.modules.push(name);
         }
-        syn::UseTree::Rename(r) if local => out.modules.push(r.rename.to_string()),
+        syn::UseTree::Rename(r) if local => {
+            let (name, alias) = (r.ident.to_string(), r.rename.to_string());
+            if let Some(m) = parent.filter(|m| !matches!(m.as_str(), "self" | "super")) {
+                out.use_modules.insert(alias.clone(), m);
+            }
+            out.use_renames.insert(alias.clone(), name);
+            out.modules.push(alias);
+        }
         syn::UseTree::Group(g) => {
             for item in &g.items {
                 local_uses(item, local, parent.clone(), out);

@@ -515,6 +515,7 @@ fn wrapper_of(e: &Event, handed: &[&Event], item: &FnItem) -> Wrapper {
         .as_ref()
         .and_then(|k| item.params.iter().position(|(p, _)| *p == k.norm));
     Wrapper {
+        name: item.name.clone(),
         inner: e.clone(),
         handed_back: handed.iter().map(|e| e.span.start.offset).collect(),
         key_param,

@@ -146,10 +146,12 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         ev.receiver = keys::compact(chain.root_expr);
         ev.wrapper_fn_line = Some(w.fn_line);
         ev.token_dropped = ev.token_dropped || w.flag_only;
+        // Named as defined, whatever name the file imports it under.
+        let own = &w.name;
         let called = match (&w.owner, &w.module) {
-            (Some(owner), _) if w.method => format!("{owner}::{name}"),
-            (_, Some(module)) if w.imported => format!("{module}::{name}"),
-            _ => name.clone(),
+            (Some(owner), _) if w.method => format!("{owner}::{own}"),
+            (_, Some(module)) if w.imported => format!("{module}::{own}"),
+            _ => own.clone(),
         };
         // A recursive wrapper's inner call is itself: named once.
         let inner: Vec<String> = ev
@@ -158,7 +160,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             .map(|inner| {
                 inner
                     .split(" → ")
-                    .skip_while(|w| w.rsplit("::").next() == Some(name.as_str()))
+                    .skip_while(|inner| inner.rsplit("::").next() == Some(own.as_str()))
                     .map(str::to_string)
                     .collect()
             })
