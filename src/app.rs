@@ -385,13 +385,7 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
     while !queue.is_empty() {
         let round: Vec<(PathBuf, usize, String, FileResult, Vec<PathBuf>)> = {
             let list = &scopes.list;
-            let prefilters: Vec<Option<Prefilter>> = list
-                .iter()
-                .map(|s| {
-                    p.prefilter
-                        .then(|| Prefilter::new(&s.packs, &s.settings.lock_name))
-                })
-                .collect();
+            let prefilters = prefilters(p, list);
             let engines = engines(list, &prefilters, &manifests);
             let audit_one = |(path, scope): &(PathBuf, usize)| -> (
                 PathBuf,
@@ -523,8 +517,18 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
     Ok(audit)
 }
 
+/// Per scope: its pre-filter, unless the run turned it off.
+pub(crate) fn prefilters(p: &Prepared, list: &[crate::scope::Scope]) -> Vec<Option<Prefilter>> {
+    list.iter()
+        .map(|s| {
+            p.prefilter
+                .then(|| Prefilter::new(&s.packs, &s.settings.lock_name))
+        })
+        .collect()
+}
+
 /// Per scope: the engine, with its pre-filter.
-fn engines<'s>(
+pub(crate) fn engines<'s>(
     list: &'s [crate::scope::Scope],
     prefilters: &'s [Option<Prefilter>],
     manifests: &'s Manifests,
@@ -554,13 +558,7 @@ fn crate_passes(
     // No pre-filter: a caller of a wrapper need not mention any lock API.
     let no_prefilter: Vec<Option<Prefilter>> = list.iter().map(|_| None).collect();
     let unfiltered = engines(list, &no_prefilter, manifests);
-    let prefilters: Vec<Option<Prefilter>> = list
-        .iter()
-        .map(|s| {
-            p.prefilter
-                .then(|| Prefilter::new(&s.packs, &s.settings.lock_name))
-        })
-        .collect();
+    let prefilters = prefilters(p, list);
     let engines_first = engines(list, &prefilters, manifests);
     // The files audited with an outcome; the others stay as they are.
     let mut slots = Vec::new();

@@ -19,7 +19,6 @@ use rayon::prelude::*;
 
 use crate::app::{Failure, Prepared};
 use crate::engine::Engine;
-use crate::prefilter::Prefilter;
 use crate::walk;
 
 /// `git` with everything that could run a program from a config or the
@@ -248,26 +247,10 @@ pub fn fingerprints_at(
         .iter()
         .map(|(rel, _)| scopes.of_path(Path::new(rel)))
         .collect();
-    let prefilters: Vec<Option<Prefilter>> = scopes
-        .list
-        .iter()
-        .map(|s| {
-            p.prefilter
-                .then(|| Prefilter::new(&s.packs, &s.settings.lock_name))
-        })
-        .collect();
+    let prefilters = crate::app::prefilters(p, &scopes.list);
     // The engines of the run, built the same way.
     let manifests = crate::model::resolve::Manifests::new(cwd.clone());
-    let engines: Vec<Engine> = scopes
-        .list
-        .iter()
-        .zip(&prefilters)
-        .map(|(s, pre)| {
-            Engine::new(&s.packs, &s.settings)
-                .with_prefilter(pre.as_ref())
-                .with_manifests(&manifests)
-        })
-        .collect();
+    let engines = crate::app::engines(&scopes.list, &prefilters, &manifests);
     // The same workers as the run: large stacks for the parser.
     let pool = crate::parse::pool(p.jobs)?;
     let outcomes: Vec<crate::engine::FileOutcome> = pool.install(|| {

@@ -181,6 +181,15 @@ impl Role {
             Role::Effect | Role::FencedEffect | Role::Mint | Role::Token | Role::OwnershipCheck
         )
     }
+
+    /// Whether a call of this role takes, releases or renews a lock (or
+    /// deletes a key): an outcome a wrapper can hand to its caller.
+    pub fn is_lock_outcome(self) -> bool {
+        matches!(
+            self,
+            Role::Acquire | Role::TryAcquire | Role::Release | Role::Delete | Role::Renew
+        )
+    }
 }
 
 /// How to recognise a call. Every given field must match.

@@ -139,66 +139,42 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             }
         }
         for (i, s) in chain.segs.iter().enumerate().skip(chain.inherited) {
-            if let SegKind::Method { name, args, .. } = &s.kind {
-                // A method of a type the crate defines elsewhere, on a
-                // receiver whose type is declared (`store: &Store`): the
-                // fencing check may follow it into that type's `impl`. A
-                // name a pack knows is the client's, not followed.
-                let owner = (!self.cx.local_fns.contains(name)
-                    && !self.cx.packs.call_names.contains(name.as_str()))
-                .then(|| {
-                    let receiver = if i == 0 {
-                        chain.root_expr
-                    } else {
-                        chain.segs[i - 1].expr
-                    };
-                    self.declared_type(receiver)
-                })
-                .flatten()
-                .map(|t| super::syntax::type_head(&t).to_string())
-                .filter(|h| h.starts_with(|c: char| c.is_ascii_uppercase()) && h != "Self");
-                if let Some(owner) = owner {
-                    let start = self.cx.src.span_of(s.start).start;
-                    let end = expr_span(self.cx.src, s.expr).end;
-                    let receiver = if i == 0 {
-                        mentions(chain.root_expr)
-                    } else {
-                        mentions(chain.segs[i - 1].expr)
-                    };
-                    self.model.fns[self.f].calls.push(CallSite {
-                        local: false,
-                        name: name.clone(),
-                        method: true,
-                        args: args.iter().map(|a| mentions(a)).collect(),
-                        receiver,
-                        span: crate::source::Span { start, end },
-                        offset: start.offset,
-                        module: None,
-                        owner: Some(owner),
-                    });
-                    continue;
-                }
-                if self.cx.local_fns.contains(name) {
-                    let start = self.cx.src.span_of(s.start).start;
-                    let end = expr_span(self.cx.src, s.expr).end;
-                    let receiver = if i == 0 {
-                        mentions(chain.root_expr)
-                    } else {
-                        mentions(chain.segs[i - 1].expr)
-                    };
-                    self.model.fns[self.f].calls.push(CallSite {
-                        local: true,
-                        name: name.clone(),
-                        method: true,
-                        args: args.iter().map(|a| mentions(a)).collect(),
-                        receiver,
-                        span: crate::source::Span { start, end },
-                        offset: start.offset,
-                        module: None,
-                        owner: None,
-                    });
-                }
+            let SegKind::Method { name, args, .. } = &s.kind else {
+                continue;
+            };
+            let receiver = if i == 0 {
+                chain.root_expr
+            } else {
+                chain.segs[i - 1].expr
+            };
+            // A method of this file; else a method of a type the crate
+            // defines elsewhere, on a receiver whose type is declared
+            // (`store: &Store`): the fencing check may follow it into that
+            // type's `impl`. A name a pack knows is the client's.
+            let local = self.cx.local_fns.contains(name);
+            let owner = if local || self.cx.packs.call_names.contains(name.as_str()) {
+                None
+            } else {
+                self.declared_type(receiver)
+                    .map(|t| super::syntax::type_head(&t).to_string())
+                    .filter(|h| h.starts_with(|c: char| c.is_ascii_uppercase()) && h != "Self")
+            };
+            if !local && owner.is_none() {
+                continue;
             }
+            let start = self.cx.src.span_of(s.start).start;
+            let end = expr_span(self.cx.src, s.expr).end;
+            self.model.fns[self.f].calls.push(CallSite {
+                local,
+                name: name.clone(),
+                method: true,
+                args: args.iter().map(|a| mentions(a)).collect(),
+                receiver: mentions(receiver),
+                span: crate::source::Span { start, end },
+                offset: start.offset,
+                module: None,
+                owner,
+            });
         }
     }
 }

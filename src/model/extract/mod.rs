@@ -394,17 +394,7 @@ fn run<'ast>(
                 wrapper = made
                     .iter()
                     .map(|&e| &w.model.events[e])
-                    .find(|e| {
-                        use crate::pack::Role;
-                        matches!(
-                            e.role,
-                            Role::Acquire
-                                | Role::TryAcquire
-                                | Role::Release
-                                | Role::Delete
-                                | Role::Renew
-                        )
-                    })
+                    .find(|e| e.role.is_lock_outcome())
                     .map(|e| wrapper_of(e, &[e], item));
                 w.dead.extend(made);
             }
@@ -491,16 +481,9 @@ fn passed_on(w: &Walker, item: &FnItem) -> Option<Wrapper> {
         .iter()
         .map(|&i| &w.model.events[i])
         .filter(|e| {
-            matches!(
-                e.role,
-                Role::Acquire
-                    | Role::TryAcquire
-                    | Role::Release
-                    | Role::Delete
-                    | Role::Renew
-                    | Role::Read
-            ) && (w.returned_events.contains(&e.id)
-                || e.binding.iter().any(|b| returned_mentions.contains(b)))
+            (e.role.is_lock_outcome() || e.role == Role::Read)
+                && (w.returned_events.contains(&e.id)
+                    || e.binding.iter().any(|b| returned_mentions.contains(b)))
         })
         .collect();
     let e = *handed.first()?;
