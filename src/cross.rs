@@ -12,8 +12,9 @@
 //!    reported where the user acts (missing annotation, ignored result, no
 //!    expiry, release without owner check). A name defined by two files of
 //!    the crate is ambiguous and followed nowhere; a method is followed only
-//!    on a receiver whose declared type is the wrapper's own type;
-//!    A file that turns out to define a wrapper of another file's wrapper
+//!    on a receiver whose declared type is the wrapper's own type, or a
+//!    trait object, `impl Trait` or generic bounded by the trait it
+//!    implements. A file that turns out to define a wrapper of another file's wrapper
 //!    brings its callers into a further round (at most [`MAX_ROUNDS`]).
 //!    Statement texts (SQL, Lua) a file keeps in a constant or returns
 //!    from a function are offered the same way, to the files that reach
@@ -73,6 +74,7 @@ impl Roots {
     }
 }
 
+use crate::model::extract::field_text_parts;
 use crate::model::resolve::module_of;
 
 /// What one pass over a file's text finds: every identifier, those that
@@ -315,7 +317,9 @@ fn given_to(i: usize, found: &Scan, offers: &Offers) -> Given {
             // file must name that type; a function is reached through its
             // module's path (`locks::acquire_lock`, a `use` of it).
             let reached = if w.method {
-                w.owner.as_deref().is_some_and(|o| found.words.contains(o))
+                let named =
+                    |t: &Option<String>| t.as_deref().is_some_and(|t| found.words.contains(t));
+                named(&w.owner) || named(&w.via_trait)
             } else {
                 by_path(&w.module, name)
             };
@@ -334,11 +338,24 @@ fn given_to(i: usize, found: &Scan, offers: &Offers) -> Given {
     let mut size = 0;
     let mut names: Vec<&str> = found.words.iter().copied().collect();
     names.sort_unstable();
-    for name in names {
+    // A struct field's text (`LockSql.try_lock`) is reached by a file
+    // that names both the type and the field.
+    let mut fields: Vec<&str> = offers
+        .texts
+        .keys()
+        .map(String::as_str)
+        .filter(|n| {
+            field_text_parts(n)
+                .is_some_and(|(ty, field)| found.words.contains(ty) && found.words.contains(field))
+        })
+        .collect();
+    fields.sort_unstable();
+    for name in names.into_iter().chain(fields) {
         let Some((def, module, t)) = offers.texts.get(name) else {
             continue;
         };
-        if *def == i || !by_path(module, name) {
+        let field = field_text_parts(name).is_some();
+        if *def == i || !(field || by_path(module, name)) {
             continue;
         }
         size += t.iter().map(String::len).sum::<usize>();
@@ -603,16 +620,27 @@ fn follow_wrappers(
                     offers
                         .wrappers
                         .values()
-                        .filter_map(|(_, w)| {
+                        .flat_map(|(_, w)| {
                             if w.method {
-                                w.owner.as_deref()
+                                [w.owner.as_deref(), w.via_trait.as_deref()]
                             } else {
-                                w.module.as_deref()
+                                [w.module.as_deref(), None]
                             }
                         })
-                        .chain(offers.texts.values().filter_map(|(_, m, _)| m.as_deref())),
+                        .flatten()
+                        .chain(offers.texts.values().filter_map(|(_, m, _)| m.as_deref()))
+                        .chain(
+                            offers
+                                .texts
+                                .keys()
+                                .filter_map(|n| field_text_parts(n).map(|(ty, _)| ty)),
+                        ),
                 );
-                (*root, (Needles::new(names.iter().copied()), reach))
+                // A field's text is found by the field's name.
+                let words = names
+                    .iter()
+                    .map(|n| field_text_parts(n).map_or(*n, |(_, f)| f));
+                (*root, (Needles::new(words), reach))
             })
             .collect();
         // Pass 1: the files that reach an offer, each audited knowing what

@@ -2147,7 +2147,8 @@ fn fencing_follows_the_token_through_helpers() {
 
 /// Covers #13: wrappers defined in one file of a crate and called in
 /// another (acquire, release, renewal, an owner-checked release, a helper
-/// returning an unexecuted `redis::Cmd`), also a wrapper of a wrapper in a
+/// returning an unexecuted `redis::Cmd`), SQL a constructor of another
+/// file stores in a struct field, also a wrapper of a wrapper in a
 /// third file. Every line marked
 /// `//~ check-id` in the project is reported, and nothing else: not the
 /// wrappers' inner calls, not a method of another type with the same name,
@@ -2155,6 +2156,17 @@ fn fencing_follows_the_token_through_helpers() {
 #[test]
 fn wrappers_in_other_files_of_the_crate_are_lock_sites() {
     project_matches_its_markers("wrapped", 5);
+}
+
+/// Covers #13: a wrapper behind a trait (`impl Locker for RedisLocker`) is
+/// reached through `&dyn Locker`, `Arc<dyn Locker>`, a generic bounded by
+/// `Locker` (inline and in a `where` clause) and `impl Locker`, in its own
+/// file and in others; the in-process implementation of the same trait, a
+/// type with a same-named method of its own, and a cache behind a trait
+/// are no lock sites.
+#[test]
+fn wrappers_behind_a_trait_are_lock_sites() {
+    project_matches_its_markers("trait-wrappers", 4);
 }
 
 /// Covers #13: two crates of one workspace each define `acquire_lock`; a

@@ -273,6 +273,10 @@ pub struct Wrapper {
     /// It returns only a success flag (`bool`, `Result<bool, _>`, `()`):
     /// the inner grant and its token do not reach the caller.
     pub flag_only: bool,
+    /// The trait the method implements (`impl Locker for RedisLocker`):
+    /// a call on a receiver declared as `dyn Locker`, `impl Locker` or a
+    /// generic bounded by `Locker` reaches it.
+    pub via_trait: Option<String>,
 }
 
 impl FileModel {

@@ -35,6 +35,8 @@ pub(super) struct Cx<'a, 'ast> {
     pub types: &'ast HashSet<String>,
     pub fields: &'ast HashMap<(String, String), String>,
     pub methods: &'ast HashSet<(String, String)>,
+    /// The traits generic parameters of the file are bounded by.
+    pub bounds: &'ast HashMap<String, Vec<String>>,
     pub strings: Strings,
     /// The file is part of a lock client crate's own source: its own types'
     /// methods are that crate's API.
@@ -43,6 +45,9 @@ pub(super) struct Cx<'a, 'ast> {
     /// Texts other files of the crate keep under a name (a constant, a
     /// function's return value).
     pub imported_texts: HashMap<String, SetId>,
+    /// Texts the constructors of other files' structs store in a field, by
+    /// field name.
+    pub imported_fields: HashMap<String, SetId>,
 }
 
 impl<'a, 'ast> Cx<'a, 'ast> {
@@ -56,18 +61,29 @@ impl<'a, 'ast> Cx<'a, 'ast> {
         imported_texts: Option<&HashMap<String, Vec<String>>>,
     ) -> Self {
         let strings = Strings::default();
-        let imported_texts = imported_texts
-            .map(|m| {
-                m.iter()
-                    .map(|(n, texts)| {
-                        let ids = texts.iter().map(|t| strings.intern(t)).collect();
-                        (n.clone(), strings.set_of(ids))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let mut imported: HashMap<String, SetId> = HashMap::new();
+        let mut fields: HashMap<String, SetId> = HashMap::new();
+        for (name, texts) in imported_texts.into_iter().flatten() {
+            let ids = texts.iter().map(|t| strings.intern(t)).collect();
+            let set = strings.set_of(ids);
+            match super::field_text_parts(name) {
+                // A type of the same name this file defines is its own
+                // (a MySQL twin of a Postgres `ElectionSqlSet`).
+                Some((ty, _)) if index.types.contains(ty) => {}
+                // Read by field name, whichever of the types offering it
+                // the receiver is (`self.sql.try_lock`).
+                Some((_, field)) => {
+                    let entry = fields.entry(field.to_string()).or_insert(SetId::EMPTY);
+                    *entry = strings.union(&[*entry, set]);
+                }
+                None => {
+                    imported.insert(name.clone(), set);
+                }
+            }
+        }
         Cx {
-            imported_texts,
+            imported_texts: imported,
+            imported_fields: fields,
             packs,
             src,
             lock_name,
@@ -88,6 +104,7 @@ impl<'a, 'ast> Cx<'a, 'ast> {
             types: &index.types,
             fields: &index.fields,
             methods: &index.methods,
+            bounds: &index.bounds,
             strings,
             in_lock_crate: own_crate.is_some(),
             const_sets: RefCell::default(),

@@ -16,12 +16,19 @@ use super::chain::{macro_key, MacroArgs};
 use super::syntax::{macro_name, pat_names, type_text, vis_span, LOG_MACROS, OPAQUE_MACROS};
 use crate::source::{SourceFile, Span};
 
+/// Most traits remembered for one generic parameter name.
+const MAX_BOUNDS: usize = 16;
+
 pub(super) struct FnItem<'ast> {
     pub name: String,
     /// `Type::name` for methods, `name` for free functions.
     pub qualified: String,
     /// The type of `self` in a method.
     pub self_ty: Option<String>,
+    /// The trait a method implements (`impl Locker for RedisLocker`), or
+    /// whose default body it is: a call on a `dyn Locker`, an `impl
+    /// Locker` or a generic bounded by `Locker` may reach it.
+    pub trait_name: Option<String>,
     pub span: proc_macro2::Span,
     pub first_line: usize,
     /// Parameter names, with their declared types.
@@ -57,7 +64,11 @@ pub(super) struct Index<'ast> {
     pub fields: HashMap<(String, String), String>,
     /// Methods defined on the file's own types: (type, method).
     pub methods: HashSet<(String, String)>,
-    impl_stack: Vec<(String, bool)>,
+    /// The impl or trait being visited: (type, is `Drop`, trait).
+    impl_stack: Vec<(String, bool, Option<String>)>,
+    /// The traits each generic parameter of the file is bounded by (`L:
+    /// Locker`, `where L: Locker`), whatever item declares it.
+    pub bounds: HashMap<String, Vec<String>>,
     pub modules: Vec<String>,
     /// Names a `use` of the crate's own paths imports, with the module
     /// before them (`use crate::store::write;`: `write` → `store`).
@@ -215,6 +226,7 @@ impl<'ast> Visit<'ast> for Index<'ast> {
             name: i.sig.ident.to_string(),
             qualified: i.sig.ident.to_string(),
             self_ty: None,
+            trait_name: None,
             span: i.sig.ident.span(),
             first_line: first_line(&i.attrs, &i.sig, vis),
             params: params(&i.sig, None),
@@ -245,24 +257,26 @@ impl<'ast> Visit<'ast> for Index<'ast> {
 
     fn visit_item_impl(&mut self, i: &'ast syn::ItemImpl) {
         let ty = self_type_name(&i.self_ty);
-        let drop = i
+        let trait_name = i
             .trait_
             .as_ref()
             .and_then(|(_, p, _)| p.segments.last())
-            .is_some_and(|s| s.ident == "Drop");
-        self.impl_stack.push((ty, drop));
+            .map(|s| s.ident.to_string());
+        let drop = trait_name.as_deref() == Some("Drop");
+        self.impl_stack.push((ty, drop, trait_name));
         visit::visit_item_impl(self, i);
         self.impl_stack.pop();
     }
 
     fn visit_impl_item_fn(&mut self, i: &'ast syn::ImplItemFn) {
-        let (ty, drop) = self.impl_stack.last().cloned().unwrap_or_default();
+        let (ty, drop, trait_name) = self.impl_stack.last().cloned().unwrap_or_default();
         let vis = vis_span(&i.vis);
         self.methods.insert((ty.clone(), i.sig.ident.to_string()));
         self.fns.push(FnItem {
             name: i.sig.ident.to_string(),
             qualified: format!("{ty}::{}", i.sig.ident),
             self_ty: Some(ty.clone()),
+            trait_name,
             span: i.sig.ident.span(),
             first_line: first_line(&i.attrs, &i.sig, vis),
             params: params(&i.sig, Some(&ty)),
@@ -276,18 +290,20 @@ impl<'ast> Visit<'ast> for Index<'ast> {
 
     fn visit_item_trait(&mut self, i: &'ast syn::ItemTrait) {
         self.types.insert(i.ident.to_string());
-        self.impl_stack.push((i.ident.to_string(), false));
+        let name = i.ident.to_string();
+        self.impl_stack.push((name.clone(), false, Some(name)));
         visit::visit_item_trait(self, i);
         self.impl_stack.pop();
     }
 
     fn visit_trait_item_fn(&mut self, i: &'ast syn::TraitItemFn) {
         if let Some(body) = &i.default {
-            let (ty, _) = self.impl_stack.last().cloned().unwrap_or_default();
+            let (ty, _, trait_name) = self.impl_stack.last().cloned().unwrap_or_default();
             self.fns.push(FnItem {
                 name: i.sig.ident.to_string(),
                 qualified: format!("{ty}::{}", i.sig.ident),
                 self_ty: Some(ty.clone()),
+                trait_name,
                 span: i.sig.ident.span(),
                 first_line: first_line(&i.attrs, &i.sig, None),
                 params: params(&i.sig, Some(&ty)),
@@ -298,6 +314,39 @@ impl<'ast> Visit<'ast> for Index<'ast> {
             });
         }
         visit::visit_trait_item_fn(self, i);
+    }
+
+    fn visit_generics(&mut self, g: &'ast syn::Generics) {
+        let mut bound = |name: String,
+                         bounds: &syn::punctuated::Punctuated<
+            syn::TypeParamBound,
+            syn::Token![+],
+        >| {
+            let traits = self.bounds.entry(name).or_default();
+            for b in bounds {
+                if let syn::TypeParamBound::Trait(t) = b {
+                    if let Some(last) = t.path.segments.last() {
+                        let name = last.ident.to_string();
+                        if traits.len() < MAX_BOUNDS && !traits.contains(&name) {
+                            traits.push(name);
+                        }
+                    }
+                }
+            }
+        };
+        for p in g.type_params() {
+            bound(p.ident.to_string(), &p.bounds);
+        }
+        for w in g.where_clause.iter().flat_map(|w| &w.predicates) {
+            if let syn::WherePredicate::Type(t) = w {
+                if let syn::Type::Path(p) = &t.bounded_ty {
+                    if let Some(id) = p.path.get_ident() {
+                        bound(id.to_string(), &t.bounds);
+                    }
+                }
+            }
+        }
+        visit::visit_generics(self, g);
     }
 
     fn visit_item_mod(&mut self, i: &'ast syn::ItemMod) {

@@ -88,6 +88,7 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
                 name: format!("{}!", r.name),
                 qualified: format!("{}!", r.name),
                 self_ty: None,
+                trait_name: None,
                 span: r.span,
                 first_line: r.line,
                 params: Vec::new(),
@@ -217,8 +218,9 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
 }
 
 /// The statement texts this file offers the other files of its crate: the
-/// strings of each constant, static or function that hold a trigger word
-/// of a lock text shape (`pg_advisory`, `GET_LOCK`, `redis.call`), by name.
+/// strings of each constant, static, function or struct field that hold a
+/// trigger word of a lock text shape (`pg_advisory`, `GET_LOCK`,
+/// `redis.call`), by name.
 fn exported_texts(
     cx: &Cx,
     index: &Index,
@@ -267,7 +269,31 @@ fn exported_texts(
     for (name, set) in fns {
         offer(name, *set);
     }
+    // A field is offered as `Type.field` for each struct of this file that
+    // has a field of that name (`LockSql { try_lock: format!(..) }` in
+    // `LockSql::new`): another file reads it as `self.sql.try_lock`.
+    let mut fields: Vec<(&String, &String)> = index
+        .fields
+        .keys()
+        .filter(|(_, f)| learned.fields.contains_key(f))
+        .map(|(t, f)| (t, f))
+        .collect();
+    fields.sort();
+    for (ty, field) in fields {
+        offer(&field_text_name(ty, field), learned.fields[field]);
+    }
     out
+}
+
+/// The name a struct field's text is offered under: `Type.field`, which no
+/// constant or function can be called.
+pub fn field_text_name(ty: &str, field: &str) -> String {
+    format!("{ty}.{field}")
+}
+
+/// The type and field of a name made by [`field_text_name`].
+pub fn field_text_parts(name: &str) -> Option<(&str, &str)> {
+    name.split_once('.')
 }
 
 /// Longest text one name may offer to other files.
@@ -511,6 +537,7 @@ fn wrapper_of(e: &Event, handed: &[&Event], item: &FnItem) -> Wrapper {
         imported: false,
         module: None,
         flag_only: item.flag_only,
+        via_trait: item.trait_name.clone(),
     }
 }
 

@@ -423,8 +423,35 @@ pub(super) fn type_text(t: &syn::Type) -> String {
                 }
                 return keys::compact(p);
             }
+            // `dyn Locker + Send`, `impl Locker`: the traits, after a space
+            // that [`traits_of`] reads them by.
+            syn::Type::TraitObject(o) => return format!("dyn {}", keys::compact(&o.bounds)),
+            syn::Type::ImplTrait(i) => return format!("impl {}", keys::compact(&i.bounds)),
             other => return keys::compact(other),
         }
+    }
+}
+
+/// The traits a type text made by [`type_text`] stands for: those of `dyn
+/// A + B` and `impl A`, or a generic parameter's bounds (`L` with `L:
+/// Locker`), by their last path segment.
+pub(super) fn traits_of<'t>(
+    text: &'t str,
+    bounds: &'t std::collections::HashMap<String, Vec<String>>,
+) -> Vec<&'t str> {
+    let list = text
+        .strip_prefix("dyn ")
+        .or_else(|| text.strip_prefix("impl "));
+    match list {
+        Some(list) => list
+            .split('+')
+            .filter(|b| !b.starts_with('\''))
+            .map(|b| type_head(b.trim_start_matches('?')))
+            .collect(),
+        None => bounds
+            .get(text)
+            .map(|b| b.iter().map(String::as_str).collect())
+            .unwrap_or_default(),
     }
 }
 

@@ -93,7 +93,13 @@ impl NameStrings for Walker<'_, '_, '_> {
             .copied()
     }
     fn field_strings(&self, name: &str) -> Option<SetId> {
-        self.known.fields.get(name).copied()
+        match (
+            self.known.fields.get(name),
+            self.cx.imported_fields.get(name),
+        ) {
+            (Some(&own), Some(&given)) => Some(self.cx.strings.union(&[own, given])),
+            (own, given) => own.or(given).copied(),
+        }
     }
     fn path_fn_strings(&self, name: &str) -> Option<SetId> {
         self.cx.imported_texts.get(name).copied()

@@ -67,14 +67,22 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 };
                 let on_self =
                     matches!(keys::strip(receiver), Expr::Path(p) if p.path.is_ident("self"));
-                // Another file's method: only on a receiver of its type.
+                // A method on a receiver of its type, or of a trait it
+                // implements (`Arc<dyn Locker>`, `impl Locker`, `L:
+                // Locker`).
                 let typed = || {
-                    w.owner.as_deref().is_some_and(|o| {
-                        self.declared_type(receiver)
-                            .is_some_and(|t| super::syntax::type_head(&t) == o)
+                    self.declared_type(receiver).is_some_and(|t| {
+                        w.owner.as_deref() == Some(super::syntax::type_head(&t))
+                            || w.via_trait.as_deref().is_some_and(|tr| {
+                                super::syntax::traits_of(&t, self.cx.bounds).contains(&tr)
+                            })
                     })
                 };
-                let reached = if w.imported { typed() } else { on_self };
+                let reached = if w.imported {
+                    typed()
+                } else {
+                    on_self || typed()
+                };
                 (w.method && reached).then(|| {
                     (
                         name.to_string(),
