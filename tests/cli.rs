@@ -2156,6 +2156,16 @@ fn fencing_follows_the_token_through_helpers() {
 #[test]
 fn wrappers_in_other_files_of_the_crate_are_lock_sites() {
     project_matches_its_markers("wrapped", 5);
+    let r = lockaudit(&project("wrapped"), &["check", "--format", "short", "."]);
+    for expected in [
+        // The key a method takes from `self.key` is the receiver's field.
+        "src/jobs.rs:77:17: error[unowned-release]: lock `report_lock.key` is deleted",
+        // A wrapper that counts a failed call as won taints its callers.
+        "src/upkeep.rs:45:9: error[ignored-acquire-result]: `.unwrap_or(true)` inside \
+         `locks::acquire_lenient` treats a failure as success",
+    ] {
+        assert!(r.stdout.contains(expected), "{expected}\n{}", r.stdout);
+    }
 }
 
 /// Covers #13: a wrapper behind a trait (`impl Locker for RedisLocker`) is

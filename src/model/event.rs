@@ -260,6 +260,9 @@ pub struct Wrapper {
     pub handed_back: Vec<usize>,
     /// The parameter the inner call's key comes from.
     pub key_param: Option<usize>,
+    /// The field of `self` a method's key comes from (`self.key`): at a
+    /// call site, that field of the receiver (`job_lock.key`).
+    pub key_field: Option<String>,
     pub fn_line: usize,
     /// Whether the wrapper is a method (called as `x.name(..)`).
     pub method: bool,

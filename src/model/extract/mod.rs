@@ -523,11 +523,20 @@ fn wrapper_of(e: &Event, handed: &[&Event], item: &FnItem) -> Wrapper {
         .key
         .as_ref()
         .and_then(|k| item.params.iter().position(|(p, _)| *p == k.norm));
+    // `self.key` in a method: the caller's receiver holds it.
+    let key_field = e
+        .key
+        .as_ref()
+        .and_then(|k| k.norm.strip_prefix("self."))
+        .filter(|f| !f.is_empty() && f.chars().all(|c| c.is_alphanumeric() || c == '_'))
+        .filter(|_| item.self_ty.is_some())
+        .map(str::to_string);
     Wrapper {
         name: item.name.clone(),
         inner: e.clone(),
         handed_back: handed.iter().map(|e| e.span.start.offset).collect(),
         key_param,
+        key_field,
         fn_line: item.first_line,
         method: item.self_ty.is_some(),
         owner: item

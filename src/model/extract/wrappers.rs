@@ -99,6 +99,11 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         let Some((name, anchor, args, span)) = found else {
             return Vec::new();
         };
+        let receiver = match anchor {
+            Anchor::Seg(0) => Some(chain.root_expr),
+            Anchor::Seg(i) => Some(chain.segs[i - 1].expr),
+            _ => None,
+        };
         let w = self.wrappers[&name].clone();
         let packs = self.cx.packs;
         let api = packs.api(w.inner.api);
@@ -120,6 +125,19 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                     norm,
                 });
             }
+        } else if let (Some(field), Some(r)) = (&w.key_field, receiver.filter(|_| w.method)) {
+            // `job_lock.take(con)` with `take` keying on `self.key`.
+            let base = keys::normalise(r);
+            ev.key = Some(Key {
+                text: format!("{}.{field}", src.snippet(&src.span_of(r.span()))),
+                span: src.span_of(r.span()),
+                literal: None,
+                norm: format!("{base}.{field}"),
+            });
+        } else if let Some(k) = ev.key.as_mut().filter(|_| w.imported) {
+            // The key is the wrapper's own (a constant of its file): its
+            // text is kept, and it is shown at the call.
+            k.span = span;
         }
         let binding = match use_ {
             Use::Let { names, .. } | Use::Cond { names } | Use::IfLetNoElse { names } => {
@@ -134,13 +152,16 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                     .is_some_and(|l| is_lock_name(self.cx.lock_name, l))
         });
         ev.lockish = ev.lockish || key_lockish || self.fn_lockish;
-        ev.result = result_use(
-            chain,
-            anchor,
-            use_,
-            api.result,
-            &api.discard_methods,
-            matches!(api.role, Role::Acquire | Role::TryAcquire),
+        let inside = std::mem::replace(
+            &mut ev.result,
+            result_use(
+                chain,
+                anchor,
+                use_,
+                api.result,
+                &api.discard_methods,
+                matches!(api.role, Role::Acquire | Role::TryAcquire),
+            ),
         );
         ev.func = self.f;
         ev.span = span;
@@ -173,6 +194,16 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                     .collect()
             })
             .unwrap_or_default();
+        // A wrapper that turns a failure into success (`.unwrap_or(true)`)
+        // hands its callers a reply that cannot be trusted, however they
+        // read it: the call site is judged by what the wrapper did.
+        if let ResultUse::Swallowed { how } = inside {
+            if ev.result.is_bound_or_inspected() || ev.result == ResultUse::IfLetNoElse {
+                ev.result = ResultUse::Swallowed {
+                    how: swallowed_inside(&how, &called),
+                };
+            }
+        }
         ev.wrapper = Some(
             std::iter::once(called)
                 .chain(inner)
@@ -185,5 +216,39 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         self.model.fns[self.f].events.push(id);
         self.wrappers_called.insert(name);
         vec![id]
+    }
+}
+
+/// How a wrapper swallowed its inner call's result, told at its call site:
+/// "`.unwrap_or(true)` treats a failure as success" becomes
+/// "`.unwrap_or(true)` inside `locks::try_lock` treats a failure as success".
+fn swallowed_inside(how: &str, wrapper: &str) -> String {
+    let code_end = how
+        .strip_prefix('`')
+        .and_then(|rest| rest.find('`'))
+        .map(|i| i + 2);
+    match code_end {
+        Some(end) => format!("{} inside `{wrapper}`{}", &how[..end], &how[end..]),
+        None => format!("{how} (inside `{wrapper}`)"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::swallowed_inside;
+
+    #[test]
+    fn the_swallow_is_placed_inside_the_wrapper() {
+        assert_eq!(
+            swallowed_inside(
+                "`.unwrap_or(true)` treats a failure as success",
+                "locks::try_lock"
+            ),
+            "`.unwrap_or(true)` inside `locks::try_lock` treats a failure as success"
+        );
+        assert_eq!(
+            swallowed_inside("a failure is ignored", "try_lock"),
+            "a failure is ignored (inside `try_lock`)"
+        );
     }
 }
