@@ -2170,7 +2170,8 @@ fn wrappers_in_other_files_of_the_crate_are_lock_sites() {
 
 /// Covers #13: a wrapper behind a trait (`impl Locker for RedisLocker`) is
 /// reached through `&dyn Locker`, `Arc<dyn Locker>`, a generic bounded by
-/// `Locker` (inline and in a `where` clause) and `impl Locker`, in its own
+/// `Locker` (inline and in a `where` clause), `impl Locker` and a type
+/// alias of `Arc<dyn Locker>`, in its own
 /// file and in others; the in-process implementation of the same trait, a
 /// type with a same-named method of its own, and a cache behind a trait
 /// are no lock sites.

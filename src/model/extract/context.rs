@@ -37,6 +37,8 @@ pub(super) struct Cx<'a, 'ast> {
     pub methods: &'ast HashSet<(String, String)>,
     /// The traits generic parameters of the file are bounded by.
     pub bounds: &'ast HashMap<String, Vec<String>>,
+    /// The file's type aliases.
+    pub aliases: &'ast HashMap<String, String>,
     pub strings: Strings,
     /// The file is part of a lock client crate's own source: its own types'
     /// methods are that crate's API.
@@ -105,6 +107,7 @@ impl<'a, 'ast> Cx<'a, 'ast> {
             fields: &index.fields,
             methods: &index.methods,
             bounds: &index.bounds,
+            aliases: &index.aliases,
             strings,
             in_lock_crate: own_crate.is_some(),
             const_sets: RefCell::default(),

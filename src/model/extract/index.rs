@@ -69,6 +69,9 @@ pub(super) struct Index<'ast> {
     /// The traits each generic parameter of the file is bounded by (`L:
     /// Locker`, `where L: Locker`), whatever item declares it.
     pub bounds: HashMap<String, Vec<String>>,
+    /// Type aliases of the file (`type Shared = Arc<dyn Locker>;`), as
+    /// [`type_text`] writes the aliased type (`dyn Locker`).
+    pub aliases: HashMap<String, String>,
     pub modules: Vec<String>,
     /// Names a `use` of the crate's own paths imports, with the module
     /// before them (`use crate::store::write;`: `write` → `store`).
@@ -347,6 +350,11 @@ impl<'ast> Visit<'ast> for Index<'ast> {
             }
         }
         visit::visit_generics(self, g);
+    }
+
+    fn visit_item_type(&mut self, i: &'ast syn::ItemType) {
+        self.aliases.insert(i.ident.to_string(), type_text(&i.ty));
+        visit::visit_item_type(self, i);
     }
 
     fn visit_item_mod(&mut self, i: &'ast syn::ItemMod) {

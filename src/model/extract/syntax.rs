@@ -1,7 +1,7 @@
 //! Small syntax helpers: spans without rendering tokens, literals, patterns,
 //! and the identifiers an expression mentions.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use proc_macro2::TokenTree;
 use syn::spanned::Spanned;
@@ -434,11 +434,16 @@ pub(super) fn type_text(t: &syn::Type) -> String {
 
 /// The traits a type text made by [`type_text`] stands for: those of `dyn
 /// A + B` and `impl A`, or a generic parameter's bounds (`L` with `L:
-/// Locker`), by their last path segment.
+/// Locker`), by their last path segment; a type alias of the file (`type
+/// Shared = Arc<dyn Locker>;`) stands for what it names.
 pub(super) fn traits_of<'t>(
     text: &'t str,
-    bounds: &'t std::collections::HashMap<String, Vec<String>>,
+    bounds: &'t HashMap<String, Vec<String>>,
+    aliases: &'t HashMap<String, String>,
 ) -> Vec<&'t str> {
+    // One alias deep: an alias of an alias is rare, and a cycle costs
+    // nothing this way.
+    let text = aliases.get(text).map_or(text, String::as_str);
     let list = text
         .strip_prefix("dyn ")
         .or_else(|| text.strip_prefix("impl "));

@@ -74,7 +74,8 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                     self.declared_type(receiver).is_some_and(|t| {
                         w.owner.as_deref() == Some(super::syntax::type_head(&t))
                             || w.via_trait.as_deref().is_some_and(|tr| {
-                                super::syntax::traits_of(&t, self.cx.bounds).contains(&tr)
+                                super::syntax::traits_of(&t, self.cx.bounds, self.cx.aliases)
+                                    .contains(&tr)
                             })
                     })
                 };
