@@ -14,11 +14,13 @@
 //!    the crate is ambiguous and followed nowhere; a method is followed only
 //!    on a receiver whose declared type is the wrapper's own type, or a
 //!    trait object, `impl Trait` or generic bounded by the trait it
-//!    implements. A file that turns out to define a wrapper of another file's wrapper
-//!    brings its callers into a further round (at most [`MAX_ROUNDS`]).
-//!    Statement texts (SQL, Lua) a file keeps in a constant or returns
-//!    from a function are offered the same way, to the files that reach
-//!    them by their module path;
+//!    implements. A file that turns out to define a wrapper of another
+//!    file's wrapper brings its callers into a further round (at most
+//!    [`MAX_ROUNDS`]). Statement texts (SQL, Lua) a file keeps in a
+//!    constant or returns from a function are offered the same way, to the
+//!    files that reach them by their module path; text a constructor
+//!    stores in a struct field is offered as `Type.field`, to the files
+//!    that name both;
 //! 2. the files that define wrappers called elsewhere are audited again,
 //!    so that the wrapper's inner call is not reported a second time;
 //! 3. the files whose fencing check asked for functions of other files
