@@ -213,7 +213,10 @@ const MAX_ROUNDS: usize = 4;
 /// statement texts (SQL, Lua) kept in a constant or returned by a function.
 #[derive(Default)]
 struct Offers {
+    /// By [`Wrapper::key`]: a function by name, a method as `Type::name`.
     wrappers: HashMap<String, (usize, Wrapper)>,
+    /// The keys of the wrappers that are methods, by method name.
+    methods: HashMap<String, Vec<String>>,
     /// (defining file, its module, the texts).
     texts: HashMap<String, (usize, Option<String>, Vec<String>)>,
 }
@@ -276,11 +279,15 @@ fn unambiguous(files: &[Audited], crate_of: &[PathBuf]) -> ByCrate {
             let (i, mut w) = list.pop().expect("one");
             w.imported = true;
             w.module = module_of(&files[i].path);
-            by_crate
-                .entry(root)
-                .or_default()
-                .wrappers
-                .insert(name, (i, w));
+            let offers = by_crate.entry(root).or_default();
+            if w.method {
+                offers
+                    .methods
+                    .entry(w.name.clone())
+                    .or_default()
+                    .push(name.clone());
+            }
+            offers.wrappers.insert(name, (i, w));
         }
     }
     for ((root, name), mut list) in texts {
@@ -308,32 +315,36 @@ fn given_to(i: usize, found: &Scan, offers: &Offers) -> Given {
         })
     };
     let mut aliases = HashMap::new();
-    let wrappers = found
-        .calls
-        .iter()
-        .filter_map(|&(called, dotted)| {
-            // A wrapper imported under another name is called by it.
-            let name = found.renames.get(called).copied().unwrap_or(called);
-            let (def, w) = offers.wrappers.get(name)?;
-            // A method is followed only on a receiver of its type, so the
-            // file must name that type; a function is reached through its
-            // module's path (`locks::acquire_lock`, a `use` of it).
-            let reached = if w.method {
-                let named =
-                    |t: &Option<String>| t.as_deref().is_some_and(|t| found.words.contains(t));
-                named(&w.owner) || named(&w.via_trait)
-            } else {
-                by_path(&w.module, name)
-            };
-            if !(*def != i && w.method == dotted && reached) {
-                return None;
+    let mut wrappers = HashMap::new();
+    let named = |t: &Option<String>| t.as_deref().is_some_and(|t| found.words.contains(t));
+    for &(called, dotted) in &found.calls {
+        if dotted {
+            // A method is followed only on a receiver of its type (or of
+            // a trait it implements), so the file must name that type or
+            // trait; each type's method of the name is a wrapper of its
+            // own, and the receiver chooses.
+            for key in offers.methods.get(called).into_iter().flatten() {
+                let (def, w) = &offers.wrappers[key];
+                if *def != i && (named(&w.owner) || named(&w.via_trait)) {
+                    wrappers.insert(key.clone(), w.clone());
+                }
             }
-            if called != name {
-                aliases.insert(called.to_string(), name.to_string());
-            }
-            Some((called.to_string(), w.clone()))
-        })
-        .collect();
+            continue;
+        }
+        // A function is reached through its module's path
+        // (`locks::acquire_lock`, a `use` of it), maybe under another name.
+        let name = found.renames.get(called).copied().unwrap_or(called);
+        let Some((def, w)) = offers.wrappers.get(name) else {
+            continue;
+        };
+        if w.method || *def == i || !by_path(&w.module, name) {
+            continue;
+        }
+        if called != name {
+            aliases.insert(called.to_string(), name.to_string());
+        }
+        wrappers.insert(called.to_string(), w.clone());
+    }
     // Texts by the names the file spells (bounded by the file, not by what
     // the crate offers), and at most MAX_GIVEN_TEXT bytes of them.
     let mut texts = HashMap::new();
@@ -638,10 +649,12 @@ fn follow_wrappers(
                                 .filter_map(|n| field_text_parts(n).map(|(ty, _)| ty)),
                         ),
                 );
-                // A field's text is found by the field's name.
-                let words = names
-                    .iter()
-                    .map(|n| field_text_parts(n).map_or(*n, |(_, f)| f));
+                // A method is found by its name (not `Type::name`), a
+                // field's text by the field's.
+                let words = names.iter().map(|n| match offers.wrappers.get(*n) {
+                    Some((_, w)) => w.name.as_str(),
+                    None => field_text_parts(n).map_or(*n, |(_, f)| f),
+                });
                 (*root, (Needles::new(words), reach))
             })
             .collect();

@@ -2172,12 +2172,14 @@ fn wrappers_in_other_files_of_the_crate_are_lock_sites() {
 /// reached through `&dyn Locker`, `Arc<dyn Locker>`, a generic bounded by
 /// `Locker` (inline and in a `where` clause), `impl Locker` and a type
 /// alias of `Arc<dyn Locker>`, in its own
-/// file and in others; the in-process implementation of the same trait, a
-/// type with a same-named method of its own, and a cache behind a trait
-/// are no lock sites.
+/// file and in others; two types' wrapper methods of one name are two
+/// wrappers, each reached through its own type, in its file and in
+/// another; the in-process implementation of the same trait, a type with
+/// a same-named method of its own, and a cache behind a trait are no lock
+/// sites.
 #[test]
 fn wrappers_behind_a_trait_are_lock_sites() {
-    project_matches_its_markers("trait-wrappers", 4);
+    project_matches_its_markers("trait-wrappers", 6);
 }
 
 /// Covers #13: two crates of one workspace each define `acquire_lock`; a

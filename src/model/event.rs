@@ -282,6 +282,18 @@ pub struct Wrapper {
     pub via_trait: Option<String>,
 }
 
+impl Wrapper {
+    /// What the wrapper is known by in a file: a method as `Type::name`
+    /// (two types' methods of one name are two wrappers), a function by its
+    /// name.
+    pub fn key(&self) -> String {
+        match &self.owner {
+            Some(owner) if self.method => format!("{owner}::{}", self.name),
+            _ => self.name.clone(),
+        }
+    }
+}
+
 impl FileModel {
     pub fn fn_events(&self, f: FnId) -> impl Iterator<Item = &Event> {
         self.fns[f].events.iter().map(|&i| &self.events[i])

@@ -137,7 +137,9 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
         let worth = |name: &str| {
             packs.call_names.contains(name)
                 || own.contains(name)
-                || opts.imported.is_some_and(|m| m.contains_key(name))
+                || opts
+                    .imported
+                    .is_some_and(|m| m.contains_key(name) || m.values().any(|w| w.name == name))
         };
         index.parse_macros(&worth, !text_only.is_empty());
     }
@@ -170,7 +172,7 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
         .map(|m| {
             m.iter()
                 .filter(|(n, w)| match &w.owner {
-                    Some(o) if w.method => !cx.methods.contains(&(o.clone(), (*n).clone())),
+                    Some(o) if w.method => !cx.methods.contains(&(o.clone(), w.name.clone())),
                     _ => !free_fns.contains(n.as_str()),
                 })
                 .map(|(n, w)| (n.clone(), w.clone()))
@@ -197,8 +199,8 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
             !cx.text_only.is_empty() && !learned.is_empty() && learns_text(&cx, &learned, &known);
         // Wrappers of this file that are called in it and not known yet.
         let new_wrappers = found
-            .keys()
-            .any(|n| !wrappers.contains_key(n) && calls_name(&model, n));
+            .iter()
+            .any(|(k, w)| !wrappers.contains_key(k) && calls_name(&model, &w.name));
         if pass == 3 || !(new_builders || new_strings || new_wrappers) {
             let mut own: Vec<(String, Wrapper)> = found.into_iter().collect();
             own.sort_by(|a, b| a.0.cmp(&b.0));
@@ -324,6 +326,19 @@ fn learns_text(cx: &Cx, learned: &KnownStrings, known: &KnownStrings) -> bool {
     })
 }
 
+/// The wrappers that are methods, by method name: `acquire` →
+/// `RedisLock::acquire`, `PgLock::acquire`.
+fn wrapper_methods(wrappers: &HashMap<String, Wrapper>) -> HashMap<String, Vec<String>> {
+    let mut by_name: HashMap<String, Vec<String>> = HashMap::new();
+    for (key, w) in wrappers.iter().filter(|(_, w)| w.method) {
+        by_name.entry(w.name.clone()).or_default().push(key.clone());
+    }
+    for keys in by_name.values_mut() {
+        keys.sort();
+    }
+    by_name
+}
+
 fn calls_name(model: &FileModel, name: &str) -> bool {
     model
         .fns
@@ -358,6 +373,7 @@ fn run<'ast>(
     let mut model = FileModel::default();
     let mut learned = KnownStrings::default();
     let mut called = HashSet::new();
+    let wrapper_methods = wrapper_methods(wrappers);
     let mut found: HashMap<String, Option<Wrapper>> = HashMap::new();
     let mut dead = HashSet::new();
     let mut returns = HashMap::new();
@@ -391,6 +407,7 @@ fn run<'ast>(
             fn_name: item.name.clone(),
             learned: &mut learned,
             wrappers,
+            wrapper_methods: &wrapper_methods,
             wrappers_called: &mut called,
             returned_exprs: Vec::new(),
             returned_events: Vec::new(),
@@ -426,13 +443,17 @@ fn run<'ast>(
             }
         }
         if let Some(wr) = wrapper {
-            // A name defined twice is ambiguous: neither is followed.
-            match found.get(&item.name) {
+            // A function, or a method of one type, defined twice is
+            // ambiguous: neither is followed. Methods of two types that
+            // share a name are two wrappers (`RedisLock::acquire`,
+            // `PgLock::acquire`).
+            let key = wr.key();
+            match found.get(&key) {
                 None => {
-                    found.insert(item.name.clone(), Some(wr));
+                    found.insert(key, Some(wr));
                 }
                 Some(_) => {
-                    found.insert(item.name.clone(), None);
+                    found.insert(key, None);
                 }
             }
         }
@@ -448,17 +469,17 @@ fn run<'ast>(
     // A wrapper called in this file (or, per `called_elsewhere`, in
     // another file of the crate) is reported where it is called; its own
     // inner call is not reported again.
-    for name in called.iter().chain(called_elsewhere) {
+    for key in called.iter().chain(called_elsewhere) {
         // This walk's view of the wrapper first: it knows every wrapper
         // the body calls (a recursive call among them).
         let Some(w) = found
-            .get(name)
+            .get(key)
             .and_then(Option::as_ref)
-            .or_else(|| wrappers.get(name).filter(|w| !w.imported))
+            .or_else(|| wrappers.get(key).filter(|w| !w.imported))
         else {
             continue;
         };
-        for f in model.fns.iter().filter(|f| &f.name == name) {
+        for f in model.fns.iter().filter(|f| &f.qualified == key) {
             for &e in &f.events {
                 let at = model.events[e].span.start.offset;
                 if at == w.inner.span.start.offset || w.handed_back.contains(&at) {

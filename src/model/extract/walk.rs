@@ -46,7 +46,11 @@ pub(super) struct Walker<'a, 'c, 'ast> {
     pub fn_name: String,
     /// Functions of the file that pass a lock call's outcome to their
     /// callers (from the previous walk), and which of them were called.
+    /// Keyed by [`Wrapper::key`]: a function by the name this file calls
+    /// it by, a method as `Type::name`.
     pub wrappers: &'a HashMap<String, Wrapper>,
+    /// The keys of the wrappers that are methods, by method name.
+    pub wrapper_methods: &'a HashMap<String, Vec<String>>,
     pub wrappers_called: &'a mut HashSet<String>,
     /// Identifiers of the values this function hands back.
     pub returned_exprs: Vec<&'ast Expr>,

@@ -16,6 +16,55 @@ use super::walk::Walker;
 use crate::pack::Role;
 
 impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
+    /// Which of the wrapper methods of one name (`keys`) a call on
+    /// `receiver` reaches: the one of the receiver's declared type, else
+    /// the only one implementing a trait the type stands for (`Arc<dyn
+    /// Locker>`, `impl Locker`, `L: Locker`), else, on `self` in a trait's
+    /// default body, the only one of this file implementing that trait.
+    fn method_wrapper(&self, keys: &[String], receiver: &Expr) -> Option<String> {
+        let only = |mut it: std::vec::IntoIter<&String>| match (it.next(), it.next()) {
+            (Some(k), None) => Some(k.clone()),
+            _ => None,
+        };
+        let declared = self.declared_type(receiver);
+        if let Some(t) = &declared {
+            let head = super::syntax::type_head(t);
+            if let Some(k) = keys
+                .iter()
+                .find(|k| self.wrappers[*k].owner.as_deref() == Some(head))
+            {
+                return Some(k.clone());
+            }
+            let traits = super::syntax::traits_of(t, self.cx.bounds, self.cx.aliases);
+            if !traits.is_empty() {
+                let through: Vec<&String> = keys
+                    .iter()
+                    .filter(|k| {
+                        self.wrappers[*k]
+                            .via_trait
+                            .as_deref()
+                            .is_some_and(|tr| traits.contains(&tr))
+                    })
+                    .collect();
+                return only(through.into_iter());
+            }
+        }
+        let on_self = matches!(keys::strip(receiver), Expr::Path(p) if p.path.is_ident("self"));
+        if on_self {
+            // In a trait's default body, `self` is any implementation.
+            let head = declared.as_deref().map(super::syntax::type_head);
+            let local: Vec<&String> = keys
+                .iter()
+                .filter(|k| {
+                    let w = &self.wrappers[*k];
+                    !w.imported && (head.is_none() || w.via_trait.as_deref() == head)
+                })
+                .collect();
+            return only(local.into_iter());
+        }
+        None
+    }
+
     /// A call of a function of this file that passes a lock call's outcome
     /// on: a lock site here, with the inner call's API, expiry and owner
     /// check, the key from the argument the wrapper takes it from, and
@@ -59,42 +108,22 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         let found = found.or_else(|| {
             chain.segs.iter().enumerate().find_map(|(i, s)| {
                 let name = s.method()?;
-                let w = self.wrappers.get(name)?;
+                let keys = self.wrapper_methods.get(name)?;
                 let receiver = if i == 0 {
                     chain.root_expr
                 } else {
                     chain.segs[i - 1].expr
                 };
-                let on_self =
-                    matches!(keys::strip(receiver), Expr::Path(p) if p.path.is_ident("self"));
-                // A method on a receiver of its type, or of a trait it
-                // implements (`Arc<dyn Locker>`, `impl Locker`, `L:
-                // Locker`).
-                let typed = || {
-                    self.declared_type(receiver).is_some_and(|t| {
-                        w.owner.as_deref() == Some(super::syntax::type_head(&t))
-                            || w.via_trait.as_deref().is_some_and(|tr| {
-                                super::syntax::traits_of(&t, self.cx.bounds, self.cx.aliases)
-                                    .contains(&tr)
-                            })
-                    })
-                };
-                let reached = if w.imported {
-                    typed()
-                } else {
-                    on_self || typed()
-                };
-                (w.method && reached).then(|| {
-                    (
-                        name.to_string(),
-                        Anchor::Seg(i),
-                        s.args().to_vec(),
-                        crate::source::Span {
-                            start: src.span_of(s.start).start,
-                            end: src.span_of(end_span(s.expr)).end,
-                        },
-                    )
-                })
+                let key = self.method_wrapper(keys, receiver)?;
+                Some((
+                    key,
+                    Anchor::Seg(i),
+                    s.args().to_vec(),
+                    crate::source::Span {
+                        start: src.span_of(s.start).start,
+                        end: src.span_of(end_span(s.expr)).end,
+                    },
+                ))
             })
         });
         let Some((name, anchor, args, span)) = found else {
