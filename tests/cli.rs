@@ -2160,6 +2160,9 @@ fn wrappers_in_other_files_of_the_crate_are_lock_sites() {
     for expected in [
         // The key a method takes from `self.key` is the receiver's field.
         "src/jobs.rs:77:17: error[unowned-release]: lock `report_lock.key` is deleted",
+        // A key the helper builds from a parameter is named by the
+        // argument given for it.
+        "src/jobs.rs:84:5: error[missing-purpose]: lock acquisition of `next_job` has no",
         // A wrapper that counts a failed call as won taints its callers.
         "src/upkeep.rs:45:9: error[ignored-acquire-result]: `.unwrap_or(true)` inside \
          `locks::acquire_lenient` treats a failure as success",

@@ -540,10 +540,27 @@ fn passed_on(w: &Walker, item: &FnItem) -> Option<Wrapper> {
 /// The wrapper `item` is, around the call `e` (and the others whose
 /// outcome it also hands back).
 fn wrapper_of(e: &Event, handed: &[&Event], item: &FnItem) -> Wrapper {
-    let key_param = e
-        .key
-        .as_ref()
-        .and_then(|k| item.params.iter().position(|(p, _)| *p == k.norm));
+    // The parameter the key is, or the only one it is built from
+    // (`self.key(name)`, `format!("lock:{job}")`): at a call site, the
+    // argument given for it names the lock.
+    let key_param = e.key.as_ref().and_then(|k| {
+        if let Some(i) = item.params.iter().position(|(p, _)| *p == k.norm) {
+            return Some(i);
+        }
+        let words: HashSet<&str> = k
+            .norm
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .collect();
+        let mut built_from = item
+            .params
+            .iter()
+            .enumerate()
+            .filter(|(_, (p, _))| p != "self" && !p.is_empty() && words.contains(p.as_str()));
+        match (built_from.next(), built_from.next()) {
+            (Some((i, _)), None) => Some(i),
+            _ => None,
+        }
+    });
     // `self.key` in a method: the caller's receiver holds it.
     let key_field = e
         .key
