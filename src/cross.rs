@@ -217,6 +217,9 @@ struct Offers {
     wrappers: HashMap<String, (usize, Wrapper)>,
     /// The keys of the wrappers that are methods, by method name.
     methods: HashMap<String, Vec<String>>,
+    /// The names of the struct-field texts (`LockSql.try_lock`), by field
+    /// name (`try_lock`), at most [`MAX_FIELD_OWNERS`] each.
+    fields: HashMap<String, Vec<String>>,
     /// (defining file, its module, the texts).
     texts: HashMap<String, (usize, Option<String>, Vec<String>)>,
 }
@@ -294,15 +297,22 @@ fn unambiguous(files: &[Audited], crate_of: &[PathBuf]) -> ByCrate {
         if list.len() == 1 {
             let (i, t) = list.pop().expect("one");
             let module = module_of(&files[i].path);
-            by_crate
-                .entry(root)
-                .or_default()
-                .texts
-                .insert(name, (i, module, t));
+            let offers = by_crate.entry(root).or_default();
+            if let Some((_, field)) = field_text_parts(&name) {
+                let owners = offers.fields.entry(field.to_string()).or_default();
+                if owners.len() < MAX_FIELD_OWNERS {
+                    owners.push(name.clone());
+                }
+            }
+            offers.texts.insert(name, (i, module, t));
         }
     }
     by_crate
 }
+
+/// Most types whose field of one name offers text: a name shared by more
+/// (a hostile crate's 10,000 structs with a `sql` field) reaches no more.
+const MAX_FIELD_OWNERS: usize = 256;
 
 /// Most statement text one file is given by the others, in bytes.
 const MAX_GIVEN_TEXT: usize = 256 * 1024;
@@ -353,14 +363,12 @@ fn given_to(i: usize, found: &Scan, offers: &Offers) -> Given {
     names.sort_unstable();
     // A struct field's text (`LockSql.try_lock`) is reached by a file
     // that names both the type and the field.
-    let mut fields: Vec<&str> = offers
-        .texts
-        .keys()
+    let mut fields: Vec<&str> = names
+        .iter()
+        .filter_map(|w| offers.fields.get(*w))
+        .flatten()
         .map(String::as_str)
-        .filter(|n| {
-            field_text_parts(n)
-                .is_some_and(|(ty, field)| found.words.contains(ty) && found.words.contains(field))
-        })
+        .filter(|n| field_text_parts(n).is_some_and(|(ty, _)| found.words.contains(ty)))
         .collect();
     fields.sort_unstable();
     for name in names.into_iter().chain(fields) {
