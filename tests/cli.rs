@@ -2177,12 +2177,14 @@ fn wrappers_in_other_files_of_the_crate_are_lock_sites() {
 /// alias of `Arc<dyn Locker>`, in its own
 /// file and in others; two types' wrapper methods of one name are two
 /// wrappers, each reached through its own type, in its file and in
-/// another; the in-process implementation of the same trait, a type with
+/// another; through the trait, two implementations that take the lock the
+/// same way are one site and two that differ are none; the in-process
+/// implementation of the same trait, a type with
 /// a same-named method of its own, and a cache behind a trait are no lock
 /// sites.
 #[test]
 fn wrappers_behind_a_trait_are_lock_sites() {
-    project_matches_its_markers("trait-wrappers", 6);
+    project_matches_its_markers("trait-wrappers", 7);
 }
 
 /// Covers #13: two crates of one workspace each define `acquire_lock`; a

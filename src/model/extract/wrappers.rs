@@ -19,11 +19,13 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
     /// Which of the wrapper methods of one name (`keys`) a call on
     /// `receiver` reaches: the one of the receiver's declared type, else
     /// the only one implementing a trait the type stands for (`Arc<dyn
-    /// Locker>`, `impl Locker`, `L: Locker`), else, on `self` in a trait's
-    /// default body, the only one of this file implementing that trait.
-    fn method_wrapper(&self, keys: &[String], receiver: &Expr) -> Option<String> {
+    /// Locker>`, `impl Locker`, `L: Locker`) or several that take the lock
+    /// the same way (then named by the trait: `Locker::try_lock`), else,
+    /// on `self` in a trait's default body, the only one of this file
+    /// implementing that trait.
+    fn method_wrapper(&self, keys: &[String], receiver: &Expr) -> Option<(String, Option<String>)> {
         let only = |mut it: std::vec::IntoIter<&String>| match (it.next(), it.next()) {
-            (Some(k), None) => Some(k.clone()),
+            (Some(k), None) => Some((k.clone(), None)),
             _ => None,
         };
         let declared = self.declared_type(receiver);
@@ -33,7 +35,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 .iter()
                 .find(|k| self.wrappers[*k].owner.as_deref() == Some(head))
             {
-                return Some(k.clone());
+                return Some((k.clone(), None));
             }
             let traits = super::syntax::traits_of(t, self.cx.bounds, self.cx.aliases);
             if !traits.is_empty() {
@@ -46,7 +48,25 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                             .is_some_and(|tr| traits.contains(&tr))
                     })
                     .collect();
-                return only(through.into_iter());
+                // Either implementation may run: followed only when they
+                // agree on what a finding would say (the API, whether it
+                // sets an expiry, what they hand back, where the key comes
+                // from).
+                let first = &self.wrappers[*through.first()?];
+                let agree = through.iter().all(|k| {
+                    let w = &self.wrappers[*k];
+                    w.inner.api == first.inner.api
+                        && std::mem::discriminant(&w.inner.expiry)
+                            == std::mem::discriminant(&first.inner.expiry)
+                        && w.flag_only == first.flag_only
+                        && w.key_param == first.key_param
+                        && w.key_field == first.key_field
+                });
+                return match through.len() {
+                    1 => Some((through[0].clone(), None)),
+                    _ if agree => Some((through[0].clone(), first.via_trait.clone())),
+                    _ => None,
+                };
             }
         }
         let on_self = matches!(keys::strip(receiver), Expr::Path(p) if p.path.is_ident("self"));
@@ -96,6 +116,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 match self.wrappers.get(&name) {
                     Some(w) if !w.method && (plain || (w.imported && module_path(w))) => Some((
                         name,
+                        None,
                         Anchor::Root,
                         args.clone(),
                         expr_span(src, chain.root_expr),
@@ -114,9 +135,10 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 } else {
                     chain.segs[i - 1].expr
                 };
-                let key = self.method_wrapper(keys, receiver)?;
+                let (key, via) = self.method_wrapper(keys, receiver)?;
                 Some((
                     key,
+                    via,
                     Anchor::Seg(i),
                     s.args().to_vec(),
                     crate::source::Span {
@@ -126,7 +148,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 ))
             })
         });
-        let Some((name, anchor, args, span)) = found else {
+        let Some((name, via, anchor, args, span)) = found else {
             return Vec::new();
         };
         let receiver = match anchor {
@@ -134,7 +156,17 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             Anchor::Seg(i) => Some(chain.segs[i - 1].expr),
             _ => None,
         };
-        let w = self.wrappers[&name].clone();
+        let mut w = self.wrappers[&name].clone();
+        // Several implementations that agree: the call is the trait's, and
+        // each of them is called (none reports its inner call).
+        if via.is_some() {
+            for k in self.wrapper_methods.get(&w.name).into_iter().flatten() {
+                if self.wrappers[k].via_trait == via {
+                    self.wrappers_called.insert(k.clone());
+                }
+            }
+            w.owner = via;
+        }
         let packs = self.cx.packs;
         let api = packs.api(w.inner.api);
         let mut ev = w.inner;
