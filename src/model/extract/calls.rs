@@ -142,11 +142,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             let SegKind::Method { name, args, .. } = &s.kind else {
                 continue;
             };
-            let receiver = if i == 0 {
-                chain.root_expr
-            } else {
-                chain.segs[i - 1].expr
-            };
+            let receiver = chain.receiver(i);
             // A method of this file; else a method of a type the crate
             // defines elsewhere, on a receiver whose type is declared
             // (`store: &Store`): the fencing check may follow it into that

@@ -116,6 +116,22 @@ impl<'ast> Chain<'ast> {
     pub fn runs(&self) -> bool {
         self.segs.iter().any(Seg::runs)
     }
+
+    /// What segment `i` is called on: the root, or the segment before it.
+    pub fn receiver(&self, i: usize) -> &'ast Expr {
+        match i {
+            0 => self.root_expr,
+            _ => self.segs[i - 1].expr,
+        }
+    }
+
+    /// What the call at `anchor` is made on; none for the root call.
+    pub fn receiver_of(&self, anchor: Anchor) -> Option<&'ast Expr> {
+        match anchor {
+            Anchor::Root => None,
+            Anchor::Seg(i) => Some(self.receiver(i)),
+        }
+    }
 }
 
 pub(super) fn is_chain(e: &Expr) -> bool {

@@ -66,11 +66,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
     /// receiver's type is known and has that method)? Then it is that
     /// type's method, not a lock client's with the same name.
     fn own_method(&self, chain: &Chain<'ast>, i: usize, name: &str) -> bool {
-        let receiver = if i == 0 {
-            chain.root_expr
-        } else {
-            chain.segs[i - 1].expr
-        };
+        let receiver = chain.receiver(i);
         if i == chain.inherited && chain.resolved {
             if let Some(b) = chain.var.as_ref().and_then(|v| self.locals.get(v)) {
                 let head = b.ty.as_deref().map(super::syntax::type_head);

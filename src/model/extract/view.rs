@@ -155,11 +155,7 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
             }
         }
         // The receiver: everything before the anchor.
-        let receiver_expr = match anchor {
-            Anchor::Root => None,
-            Anchor::Seg(0) => Some(chain.root_expr),
-            Anchor::Seg(i) => Some(chain.segs[i - 1].expr),
-        };
+        let receiver_expr = chain.receiver_of(anchor);
         let root_args: &'v [&'ast Expr] = match &chain.root {
             Root::Call { args: a, .. } => a,
             _ => &[],

@@ -130,12 +130,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             chain.segs.iter().enumerate().find_map(|(i, s)| {
                 let name = s.method()?;
                 let keys = self.wrapper_methods.get(name)?;
-                let receiver = if i == 0 {
-                    chain.root_expr
-                } else {
-                    chain.segs[i - 1].expr
-                };
-                let (key, via) = self.method_wrapper(keys, receiver)?;
+                let (key, via) = self.method_wrapper(keys, chain.receiver(i))?;
                 Some((
                     key,
                     via,
@@ -151,11 +146,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         let Some((name, via, anchor, args, span)) = found else {
             return Vec::new();
         };
-        let receiver = match anchor {
-            Anchor::Seg(0) => Some(chain.root_expr),
-            Anchor::Seg(i) => Some(chain.segs[i - 1].expr),
-            _ => None,
-        };
+        let receiver = chain.receiver_of(anchor);
         let mut w = self.wrappers[&name].clone();
         // Several implementations that agree: the call is the trait's, and
         // each of them is called (none reports its inner call).
