@@ -134,12 +134,16 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
     // wrapper of another file, or a string a text shape could match.
     {
         let own: HashSet<String> = index.fns.iter().map(|f| f.name.clone()).collect();
+        // Another file's wrapper is called by the name the file gives it
+        // (a function) or by its own name (a method).
+        let imported: HashSet<&str> = opts
+            .imported
+            .into_iter()
+            .flatten()
+            .flat_map(|(n, w)| [n.as_str(), w.name.as_str()])
+            .collect();
         let worth = |name: &str| {
-            packs.call_names.contains(name)
-                || own.contains(name)
-                || opts
-                    .imported
-                    .is_some_and(|m| m.contains_key(name) || m.values().any(|w| w.name == name))
+            packs.call_names.contains(name) || own.contains(name) || imported.contains(name)
         };
         index.parse_macros(&worth, !text_only.is_empty());
     }
@@ -540,12 +544,24 @@ fn passed_on(w: &Walker, item: &FnItem) -> Option<Wrapper> {
 /// The wrapper `item` is, around the call `e` (and the others whose
 /// outcome it also hands back).
 fn wrapper_of(e: &Event, handed: &[&Event], item: &FnItem) -> Wrapper {
-    // The parameter the key is, or the only one it is built from
-    // (`self.key(name)`, `format!("lock:{job}")`): at a call site, the
-    // argument given for it names the lock.
+    // `self.key` in a method: the caller's receiver holds it.
+    let key_field = e
+        .key
+        .as_ref()
+        .and_then(|k| k.norm.strip_prefix("self."))
+        .filter(|f| !f.is_empty() && f.chars().all(|c| c.is_alphanumeric() || c == '_'))
+        .filter(|_| item.self_ty.is_some())
+        .map(str::to_string);
+    // The parameter the key is, or else (when it is no field of `self`)
+    // the only one it is built from (`self.key(name)`,
+    // `format!("lock:{job}")`): at a call site, the argument given for it
+    // names the lock.
     let key_param = e.key.as_ref().and_then(|k| {
         if let Some(i) = item.params.iter().position(|(p, _)| *p == k.norm) {
             return Some(i);
+        }
+        if key_field.is_some() {
+            return None;
         }
         let words: HashSet<&str> = k
             .norm
@@ -561,14 +577,6 @@ fn wrapper_of(e: &Event, handed: &[&Event], item: &FnItem) -> Wrapper {
             _ => None,
         }
     });
-    // `self.key` in a method: the caller's receiver holds it.
-    let key_field = e
-        .key
-        .as_ref()
-        .and_then(|k| k.norm.strip_prefix("self."))
-        .filter(|f| !f.is_empty() && f.chars().all(|c| c.is_alphanumeric() || c == '_'))
-        .filter(|_| item.self_ty.is_some())
-        .map(str::to_string);
     Wrapper {
         name: item.name.clone(),
         inner: e.clone(),
