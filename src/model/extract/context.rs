@@ -137,10 +137,32 @@ impl<'a, 'ast> Cx<'a, 'ast> {
                 self.0.const_strings(name)
             }
         }
-        let set = strings_of(e, &self.strings, &Consts(self));
+        let set = strings_of(lazy_value(e), &self.strings, &Consts(self));
         self.const_sets
             .borrow_mut()
             .insert(name.to_string(), Some(set));
         Some(set)
     }
+}
+
+/// What a lazily initialised static holds: the body of the closure given
+/// to `LazyLock::new`, `Lazy::new` or `LazyCell::new` (`static UNLOCK:
+/// LazyLock<Script> = LazyLock::new(|| Script::new(LUA))`), else the
+/// initialiser itself.
+fn lazy_value(e: &Expr) -> &Expr {
+    if let Expr::Call(c) = e {
+        if let (Expr::Path(p), Some(Expr::Closure(body))) = (&*c.func, c.args.first()) {
+            let n = p.path.segments.len();
+            let lazy = n >= 2
+                && p.path.segments[n - 1].ident == "new"
+                && matches!(
+                    p.path.segments[n - 2].ident.to_string().as_str(),
+                    "LazyLock" | "Lazy" | "LazyCell"
+                );
+            if lazy && c.args.len() == 1 {
+                return &body.body;
+            }
+        }
+    }
+    e
 }
