@@ -19,6 +19,10 @@ pub struct LockRow {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wrapper: Option<String>,
     pub key: String,
+    /// The value the acquisition stores to say who holds the lock, as
+    /// written (`&token`, `"worker-1"`), where the pack says where it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
     pub purpose: String,
     pub expiry: String,
     pub token: String,
@@ -76,6 +80,7 @@ fn row(ctx: &CheckCtx, e: &Event) -> LockRow {
                     .unwrap_or_else(|| crate::checks::key_display(&k.text))
             })
             .unwrap_or_default(),
+        owner: e.owner.as_ref().map(|o| o.text.clone()),
         purpose,
         expiry,
         token,
@@ -134,7 +139,11 @@ fn release_of(ctx: &CheckCtx, e: &Event) -> String {
             "unowned (through a pool)".to_string()
         }
         Some(r) => match ctx.api(r).owner_checked {
-            Some(true) => "owner-checked".to_string(),
+            // Checked against a value every holder has: no check at all.
+            Some(true) => match crate::checks::constant_owner(ctx, r) {
+                Some(c) => format!("unowned (constant {})", c.value),
+                None => "owner-checked".to_string(),
+            },
             Some(false) => "unowned".to_string(),
             None => "unknown".to_string(),
         },

@@ -2164,8 +2164,12 @@ fn wrappers_in_other_files_of_the_crate_are_lock_sites() {
         // argument given for it.
         "src/jobs.rs:84:5: error[missing-purpose]: lock acquisition of `next_job` has no",
         // A wrapper that counts a failed call as won taints its callers.
-        "src/upkeep.rs:45:9: error[ignored-acquire-result]: `.unwrap_or(true)` inside \
+        "src/upkeep.rs:56:9: error[ignored-acquire-result]: `.unwrap_or(true)` inside \
          `locks::acquire_lenient` treats a failure as success",
+        // The owner value a release wrapper compares is the argument its
+        // caller gives: a constant there blinds the check.
+        "src/upkeep.rs:23:5: error[unowned-release]: lock `\"lock:sweep\"` is released by \
+         comparing its value with the constant `\"sweeper\"`",
     ] {
         assert!(r.stdout.contains(expected), "{expected}\n{}", r.stdout);
     }
@@ -2228,6 +2232,21 @@ fn inventory_shows_the_wrappers_a_lock_is_taken_through() {
         Some("service::claim_after → claim_job → locks::acquire_lock")
     );
     assert_eq!(row(68).1, "redis.set-nx");
+    // The owner value a wrapper stores is the argument its caller gives;
+    // a release that compares a constant is no owner check.
+    let upkeep = |line: u64| {
+        json["locks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["path"].as_str().unwrap().ends_with("src/upkeep.rs") && r["line"] == line)
+            .unwrap_or_else(|| panic!("no upkeep.rs:{line} in {}", r.stdout))
+            .clone()
+    };
+    assert_eq!(upkeep(8)["owner"], "me");
+    assert_eq!(upkeep(8)["release"], "owner-checked");
+    assert_eq!(upkeep(20)["owner"], "\"sweeper\"");
+    assert_eq!(upkeep(20)["release"], "unowned (constant \"sweeper\")");
     let table = lockaudit(&dir, &["inventory", "."]);
     assert!(
         table.stdout.contains("wrapper locks::acquire_lock"),

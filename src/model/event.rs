@@ -66,6 +66,20 @@ pub struct Key {
     pub literal: Option<String>,
 }
 
+/// The owner value of an event: what an acquisition stores to say who
+/// holds the lock, or what an owner-checked release or renewal compares.
+#[derive(Debug, Clone)]
+pub struct Owner {
+    /// Normalised, as [`Key::norm`].
+    pub norm: String,
+    /// As written.
+    pub text: String,
+    pub span: Span,
+    /// The value, when it is the same on every run: a literal, a `const`
+    /// or `static` holding one, or a local bound to one.
+    pub constant: Option<String>,
+}
+
 /// An event of a file: its index in [`FileModel::events`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct EventId(pub u32);
@@ -126,6 +140,8 @@ pub struct Event {
     /// First line of the innermost statement holding the call.
     pub stmt_line: usize,
     pub key: Option<Key>,
+    /// The owner value the call stores or compares (where its pack says).
+    pub owner: Option<Owner>,
     /// Literal words of the call (upper case).
     pub words: BTreeSet<String>,
     pub result: ResultUse,
@@ -263,6 +279,11 @@ pub struct Wrapper {
     /// The field of `self` a method's key comes from (`self.key`): at a
     /// call site, that field of the receiver (`job_lock.key`).
     pub key_field: Option<String>,
+    /// The parameter the inner call's owner value comes from (the token a
+    /// release wrapper compares): at a call site, the argument given.
+    pub owner_param: Option<usize>,
+    /// The field of `self` the owner value comes from (`self.token`).
+    pub owner_field: Option<String>,
     pub fn_line: usize,
     /// Whether the wrapper is a method (called as `x.name(..)`).
     pub method: bool,

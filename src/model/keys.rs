@@ -112,6 +112,59 @@ pub fn concat_text(m: &syn::Macro) -> Option<String> {
     Some(text)
 }
 
+/// The value of an expression that is the same on every run: a string,
+/// number, boolean or character literal, a `concat!` of literals, a
+/// `format!` without placeholders, or `String::from` / `to_string` of one.
+pub fn constant(e: &Expr) -> Option<String> {
+    match strip(e) {
+        Expr::Lit(l) => match &l.lit {
+            syn::Lit::Str(s) => Some(format!("{:?}", s.value())),
+            syn::Lit::ByteStr(b) => Some(format!("{:?}", String::from_utf8_lossy(&b.value()))),
+            syn::Lit::Int(i) => Some(i.base10_digits().to_string()),
+            syn::Lit::Float(f) => Some(f.base10_digits().to_string()),
+            syn::Lit::Bool(b) => Some(b.value.to_string()),
+            syn::Lit::Char(c) => Some(format!("{:?}", c.value())),
+            _ => None,
+        },
+        Expr::Macro(m) if m.mac.path.is_ident("concat") => {
+            concat_text(&m.mac).map(|t| format!("{t:?}"))
+        }
+        Expr::Macro(m) if m.mac.path.is_ident("format") => {
+            let mut args = m
+                .mac
+                .parse_body_with(
+                    syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated,
+                )
+                .ok()?
+                .into_iter();
+            let text = match args.next()? {
+                Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Str(s),
+                    ..
+                }) => s.value(),
+                _ => return None,
+            };
+            let placeholders = text.replace("{{", "").contains('{');
+            (args.next().is_none() && !placeholders)
+                .then(|| format!("{:?}", text.replace("{{", "{").replace("}}", "}")))
+        }
+        Expr::Call(c) if c.args.len() == 1 => match &*c.func {
+            Expr::Path(p)
+                if p.path.segments.len() == 2
+                    && p.path.segments[1].ident == "from"
+                    && matches!(
+                        p.path.segments[0].ident.to_string().as_str(),
+                        "String" | "Bytes" | "Vec"
+                    ) =>
+            {
+                constant(&c.args[0])
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// The literal text of a key: a string literal, the format string of a
 /// `format!` call, or a `concat!` of literals.
 pub fn literal(e: &Expr) -> Option<String> {
@@ -154,6 +207,28 @@ mod tests {
         assert_eq!(super::literal(&e).as_deref(), Some("DEL-1true"));
         let e: syn::Expr = syn::parse_str(r#"concat!("lock:", env!("X"))"#).unwrap();
         assert_eq!(super::literal(&e), None, "a macro inside is not a literal");
+    }
+
+    #[test]
+    fn constants_are_values_the_same_on_every_run() {
+        let constant = |src: &str| super::constant(&syn::parse_str::<Expr>(src).unwrap());
+        assert_eq!(constant(r#""1""#).as_deref(), Some(r#""1""#));
+        assert_eq!(constant("&true").as_deref(), Some("true"));
+        assert_eq!(constant("42").as_deref(), Some("42"));
+        assert_eq!(
+            constant(r#"String::from("me")"#).as_deref(),
+            Some(r#""me""#)
+        );
+        assert_eq!(constant(r#""me".to_string()"#).as_deref(), Some(r#""me""#));
+        assert_eq!(
+            constant(r#"format!("worker")"#).as_deref(),
+            Some(r#""worker""#)
+        );
+        assert_eq!(constant(r#"format!("{{a}}")"#).as_deref(), Some(r#""{a}""#));
+        assert_eq!(constant(r#"format!("{}-{}", host, pid)"#), None);
+        assert_eq!(constant(r#"format!("{host}")"#), None);
+        assert_eq!(constant("token"), None);
+        assert_eq!(constant("Uuid::new_v4().to_string()"), None);
     }
 
     #[test]

@@ -139,20 +139,8 @@ fn compile_api(
         c.at(&at(&["id".into()]), "`id` is empty", None);
     }
     let matcher = compile_match(c, &at(&["match".into()]), &raw.matcher, builtin);
-    let mut key = Vec::new();
-    for (k, spec) in raw.key.iter().enumerate() {
-        match compile_key(spec) {
-            Ok(s) => key.push(s),
-            Err(msg) => c.at(
-                &at(&["key".into(), Seg::Index(k)]),
-                msg,
-                Some(
-                    "write one of `arg: 0`, `method: arg` (with optional `nth`), `call: version`, `field: key`, `root-arg: 0`"
-                        .into(),
-                ),
-            ),
-        }
-    }
+    let key = compile_keys(c, &at(&["key".into()]), &raw.key);
+    let owner = compile_keys(c, &at(&["owner".into()]), &raw.owner);
     let expiry = raw
         .expiry
         .as_ref()
@@ -194,6 +182,7 @@ fn compile_api(
         role: raw.role,
         matcher: matcher?,
         key,
+        owner,
         atomic: raw.atomic,
         owner_checked: raw.owner_checked,
         expiry,
@@ -380,7 +369,43 @@ fn compile_match(c: &mut Collector, at: &[Seg], m: &RawMatch, builtin: bool) -> 
     })
 }
 
+/// The locations of a key (or an owner value), each checked.
+fn compile_keys(c: &mut Collector, at: &[Seg], raw: &[RawKey]) -> Vec<KeySpec> {
+    let mut out = Vec::new();
+    for (k, spec) in raw.iter().enumerate() {
+        let mut here = at.to_vec();
+        here.push(Seg::Index(k));
+        match compile_key(spec) {
+            Ok(s) => out.push(s),
+            Err(msg) => c.at(
+                &here,
+                msg,
+                Some(
+                    "write one of `arg: 0`, `method: arg` (with optional `nth`), `call: version`, `field: key`, `root-arg: 0`, `script-arg: 1`"
+                        .into(),
+                ),
+            ),
+        }
+    }
+    out
+}
+
 fn compile_key(k: &RawKey) -> Result<KeySpec, String> {
+    if let Some(n) = k.script_arg {
+        let alone = k.arg.is_none()
+            && k.method.is_none()
+            && k.field.is_none()
+            && k.root_arg.is_none()
+            && k.nth.is_none()
+            && k.call.is_none();
+        return match (alone, n) {
+            (false, _) => {
+                Err("`script-arg` stands alone: it names the `ARGV[n]` of a Lua script".into())
+            }
+            (true, 0) => Err("`script-arg` counts from 1, as Lua's `ARGV[1]` does".into()),
+            (true, n) => Ok(KeySpec::ScriptArg(n)),
+        };
+    }
     if let Some(name) = &k.call {
         if k.method.is_none() && k.field.is_none() && k.root_arg.is_none() && k.nth.is_none() {
             return Ok(KeySpec::Call {
@@ -399,7 +424,7 @@ fn compile_key(k: &RawKey) -> Result<KeySpec, String> {
         (None, None, Some(f), None) if k.nth.is_none() => Ok(KeySpec::Field(f.clone())),
         (None, None, None, Some(a)) if k.nth.is_none() => Ok(KeySpec::RootArg(a)),
         _ => Err(
-            "a key names exactly one of `arg`, `method`, `call`, `field` or `root-arg` (`nth` goes with `method`; `arg`, for the argument index, with `method` or `call`)"
+            "a key names exactly one of `arg`, `method`, `call`, `field`, `root-arg` or `script-arg` (`nth` goes with `method`; `arg`, for the argument index, with `method` or `call`)"
                 .into(),
         ),
     }

@@ -46,6 +46,7 @@ pub struct Api {
     pub role: Role,
     pub matcher: Matcher,
     pub key: Vec<KeySpec>,
+    pub owner: Vec<KeySpec>,
     pub atomic: Option<bool>,
     pub owner_checked: Option<bool>,
     pub expiry: Option<Expiry>,
@@ -119,6 +120,8 @@ pub enum KeySpec {
         name: String,
         arg: usize,
     },
+    /// The value a Lua script reads as `ARGV[n]` (1-based).
+    ScriptArg(usize),
 }
 
 #[derive(Debug, Clone)]

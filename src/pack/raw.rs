@@ -77,6 +77,13 @@ pub struct RawApi {
     /// Where the lock key (name, resource) is; tried in order.
     #[serde(default)]
     pub key: Vec<RawKey>,
+    /// Where the owner value is, tried in order: the value an acquisition
+    /// stores to say who holds the lock, or the value an owner-checked
+    /// release or renewal compares with the stored one. A constant there
+    /// (`"1"`, `true`, a `const` holding a literal) is the same for every
+    /// holder, so the owner check tells none of them apart.
+    #[serde(default)]
+    pub owner: Vec<RawKey>,
     /// The acquire (or renewal) is one server-side check-and-set, so two
     /// clients cannot both win.
     #[serde(default)]
@@ -308,6 +315,12 @@ pub struct RawKey {
     /// the constructed value was bound by a `let` earlier in the function.
     #[serde(default)]
     pub root_arg: Option<usize>,
+    /// The value a Lua script reads as `ARGV[n]` (1-based): the nth `arg`
+    /// of a script invocation (`Script::key(k).arg(token)`), or in an
+    /// `EVAL`/`EVALSHA` command the nth argument after its keys (their
+    /// count read from the command's literal `numkeys`).
+    #[serde(default)]
+    pub script_arg: Option<usize>,
     /// A call inside the arguments, also in a local an argument passes on:
     /// the key is its argument `arg` (0 unless given). `{ call: version }`
     /// reads the key of a transaction from its `Compare::version(key, ..)`.

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 
+use syn::spanned::Spanned;
 use syn::Expr;
 
 use super::super::event::*;
@@ -18,6 +19,40 @@ use crate::pack::{ApiRef, Role};
 use crate::source::Span;
 
 impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
+    /// An owner value as the event keeps it, with its value when that is a
+    /// constant: written as a literal, or named through a local or a
+    /// `const`/`static` bound to one (a few steps at most).
+    pub(super) fn owner_value(&self, e: &'ast Expr) -> Owner {
+        let span = self.cx.src.span_of(e.span());
+        Owner {
+            norm: keys::normalise(e),
+            text: self.cx.src.snippet(&span).to_string(),
+            span,
+            constant: self.constant_of(e, 4),
+        }
+    }
+
+    fn constant_of(&self, e: &'ast Expr, depth: usize) -> Option<String> {
+        if let Some(c) = keys::constant(e) {
+            return Some(c);
+        }
+        let Expr::Path(p) = keys::strip(e) else {
+            return None;
+        };
+        let depth = depth.checked_sub(1)?;
+        let name = p.path.segments.last()?.ident.to_string();
+        if p.path.segments.len() == 1 {
+            if let Some(b) = self.locals.get(&name) {
+                // A parameter or a destructured part holds no known value.
+                return b.init.and_then(|init| self.constant_of(init, depth));
+            }
+        }
+        self.cx
+            .consts
+            .get(&name)
+            .and_then(|init| self.constant_of(init, depth))
+    }
+
     /// Every string the chain carries: its root variable's (a local or a
     /// constant), its root call's and every method's arguments. SQL and Lua
     /// are usually given to the root (`query(SQL)`) and run by a later
@@ -316,6 +351,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         };
         let chain_span = facts.span;
         let key = view.key(api);
+        let owner = view.owner(api);
         let binding = match use_ {
             Use::Let { names, .. } | Use::Cond { names } | Use::IfLetNoElse { names } => {
                 names.clone()
@@ -350,6 +386,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             chain_span,
             stmt_line: self.stmt_line,
             key,
+            owner,
             words: view.words.clone(),
             result,
             binding,

@@ -544,45 +544,25 @@ fn passed_on(w: &Walker, item: &FnItem) -> Option<Wrapper> {
 /// The wrapper `item` is, around the call `e` (and the others whose
 /// outcome it also hands back).
 fn wrapper_of(e: &Event, handed: &[&Event], item: &FnItem) -> Wrapper {
-    // `self.key` in a method: the caller's receiver holds it.
-    let key_field = e
+    let (key_param, key_field) = e
         .key
         .as_ref()
-        .and_then(|k| k.norm.strip_prefix("self."))
-        .filter(|f| !f.is_empty() && f.chars().all(|c| c.is_alphanumeric() || c == '_'))
-        .filter(|_| item.self_ty.is_some())
-        .map(str::to_string);
-    // The parameter the key is, or else (when it is no field of `self`)
-    // the only one it is built from (`self.key(name)`,
-    // `format!("lock:{job}")`): at a call site, the argument given for it
-    // names the lock.
-    let key_param = e.key.as_ref().and_then(|k| {
-        if let Some(i) = item.params.iter().position(|(p, _)| *p == k.norm) {
-            return Some(i);
-        }
-        if key_field.is_some() {
-            return None;
-        }
-        let words: HashSet<&str> = k
-            .norm
-            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .collect();
-        let mut built_from = item
-            .params
-            .iter()
-            .enumerate()
-            .filter(|(_, (p, _))| p != "self" && !p.is_empty() && words.contains(p.as_str()));
-        match (built_from.next(), built_from.next()) {
-            (Some((i, _)), None) => Some(i),
-            _ => None,
-        }
-    });
+        .map_or((None, None), |k| value_source(&k.norm, item, true));
+    // The owner value only as a whole: one built from a parameter
+    // (`format!("{host}-{pid}")`) is no constant for a constant argument.
+    let (owner_param, owner_field) = e
+        .owner
+        .as_ref()
+        .filter(|o| o.constant.is_none())
+        .map_or((None, None), |o| value_source(&o.norm, item, false));
     Wrapper {
         name: item.name.clone(),
         inner: e.clone(),
         handed_back: handed.iter().map(|e| e.span.start.offset).collect(),
         key_param,
         key_field,
+        owner_param,
+        owner_field,
         fn_line: item.first_line,
         method: item.self_ty.is_some(),
         owner: item
@@ -593,6 +573,37 @@ fn wrapper_of(e: &Event, handed: &[&Event], item: &FnItem) -> Wrapper {
         module: None,
         flag_only: item.flag_only,
         via_trait: item.trait_name.clone(),
+    }
+}
+
+/// Where a value the inner call uses (its key, its owner value) comes
+/// from in the wrapper: a field of `self` (`self.key`: at a call site, that
+/// field of the receiver), else the parameter it is, or the only one it is
+/// built from (`self.key(name)`, `format!("lock:{job}")`) when `built`:
+/// at a call site, the argument given for it.
+fn value_source(norm: &str, item: &FnItem, built: bool) -> (Option<usize>, Option<String>) {
+    let field = norm
+        .strip_prefix("self.")
+        .filter(|f| !f.is_empty() && f.chars().all(|c| c.is_alphanumeric() || c == '_'))
+        .filter(|_| item.self_ty.is_some())
+        .map(str::to_string);
+    if let Some(i) = item.params.iter().position(|(p, _)| p == norm) {
+        return (Some(i), field);
+    }
+    if field.is_some() || !built {
+        return (None, field);
+    }
+    let words: HashSet<&str> = norm
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .collect();
+    let mut built_from = item
+        .params
+        .iter()
+        .enumerate()
+        .filter(|(_, (p, _))| p != "self" && !p.is_empty() && words.contains(p.as_str()));
+    match (built_from.next(), built_from.next()) {
+        (Some((i, _)), None) => (Some(i), None),
+        _ => (None, None),
     }
 }
 

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use syn::spanned::Spanned;
 use syn::Expr;
 
-use super::super::event::{ExpiryState, Key};
+use super::super::event::{ExpiryState, Key, Owner};
 use super::super::keys;
 use super::super::lockname::mentions_word;
 use super::chain::{Anchor, Chain, Root, Seg, SegKind};
@@ -362,7 +362,65 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
 
     pub fn key(&self, api: &Api) -> Option<Key> {
         let w = self.w;
-        for spec in &api.key {
+        let e = self.locate(&api.key)?;
+        let span = w.cx.src.span_of(e.span());
+        let norm = keys::normalise(e);
+        Some(Key {
+            text: w.cx.src.snippet(&span).to_string(),
+            span,
+            literal: keys::literal(e).or_else(|| {
+                // A key variable bound to a literal or format!.
+                w.locals
+                    .get(&norm)
+                    .and_then(|b| b.init)
+                    .and_then(keys::literal)
+            }),
+            norm,
+        })
+    }
+
+    /// The value the call stores as its owner, or compares with the stored
+    /// one (see the pack's `owner`).
+    pub fn owner(&self, api: &Api) -> Option<Owner> {
+        self.locate(&api.owner).map(|e| self.w.owner_value(e))
+    }
+
+    /// The arguments of the chain's `arg` calls, without the command word.
+    fn command_args(&self) -> impl Iterator<Item = &'ast Expr> + '_ {
+        self.segs()
+            .iter()
+            .filter_map(|s| match &s.kind {
+                SegKind::Method { name, args, .. } if name == "arg" => args.first().copied(),
+                _ => None,
+            })
+            .filter(|a| {
+                !(self.root_is_command.is_some() && is_command_word(a, &self.root_is_command))
+            })
+    }
+
+    /// What a Lua script run by this call reads as `ARGV[n]`.
+    fn script_arg(&self, n: usize) -> Option<&'ast Expr> {
+        let eval = matches!(self.root_is_command.as_deref(), Some("EVAL" | "EVALSHA"));
+        if eval {
+            // EVAL script numkeys key.. arg..
+            let args: Vec<&Expr> = self.command_args().collect();
+            let numkeys = match keys::strip(args.get(1)?) {
+                Expr::Lit(l) => match &l.lit {
+                    syn::Lit::Int(i) => i.base10_parse::<usize>().ok()?,
+                    _ => return None,
+                },
+                _ => return None,
+            };
+            args.get(2usize.checked_add(numkeys)?.checked_add(n - 1)?)
+                .copied()
+        } else {
+            // A script invocation keeps keys and arguments apart.
+            self.command_args().nth(n - 1)
+        }
+    }
+
+    fn locate(&self, specs: &[KeySpec]) -> Option<&'ast Expr> {
+        for spec in specs {
             let e = match spec {
                 KeySpec::Arg(i) => self.args.get(*i).copied(),
                 KeySpec::Method { name, nth, arg } => self
@@ -387,22 +445,10 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
                     .0
                     .into_iter()
                     .find_map(|e| call_arg(e, name, *arg)),
+                KeySpec::ScriptArg(n) => self.script_arg(*n),
             };
-            if let Some(e) = e {
-                let span = w.cx.src.span_of(e.span());
-                let norm = keys::normalise(e);
-                return Some(Key {
-                    text: w.cx.src.snippet(&span).to_string(),
-                    span,
-                    literal: keys::literal(e).or_else(|| {
-                        // A key variable bound to a literal or format!.
-                        w.locals
-                            .get(&norm)
-                            .and_then(|b| b.init)
-                            .and_then(keys::literal)
-                    }),
-                    norm,
-                });
+            if e.is_some() {
+                return e;
             }
         }
         None

@@ -192,6 +192,26 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             // text is kept, and it is shown at the call.
             k.span = span;
         }
+        // The owner value, where the wrapper takes it from its caller.
+        let owner_arg = w
+            .owner_param
+            .and_then(|i| if w.method { i.checked_sub(1) } else { Some(i) })
+            .and_then(|i| args.get(i));
+        if let Some(a) = owner_arg {
+            ev.owner = Some(self.owner_value(a));
+        } else if let (Some(field), Some(r)) = (&w.owner_field, receiver.filter(|_| w.method)) {
+            let rspan = src.span_of(r.span());
+            ev.owner = Some(Owner {
+                norm: format!("{}.{field}", keys::normalise(r)),
+                text: format!("{}.{field}", src.snippet(&rspan)),
+                span: rspan,
+                constant: None,
+            });
+        } else if let Some(o) = ev.owner.as_mut().filter(|_| w.imported) {
+            // The wrapper's own value (a constant of its file), shown at
+            // the call.
+            o.span = span;
+        }
         let binding = match use_ {
             Use::Let { names, .. } | Use::Cond { names } | Use::IfLetNoElse { names } => {
                 names.clone()
