@@ -341,6 +341,14 @@ fn given_to(i: usize, found: &Scan, offers: &Offers) -> Given {
             }
             continue;
         }
+        // An associated function, or a method called by its path, is
+        // reached through its type: `Locks::take(..)`.
+        for key in offers.methods.get(called).into_iter().flatten() {
+            let (def, w) = &offers.wrappers[key];
+            if *def != i && by_path(&w.owner, called) {
+                wrappers.insert(key.clone(), w.clone());
+            }
+        }
         // A function is reached through its module's path
         // (`locks::acquire_lock`, a `use` of it), maybe under another name.
         let name = found.renames.get(called).copied().unwrap_or(called);

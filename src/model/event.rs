@@ -285,8 +285,17 @@ pub struct Wrapper {
     /// The field of `self` the owner value comes from (`self.token`).
     pub owner_field: Option<String>,
     pub fn_line: usize,
-    /// Whether the wrapper is a method (called as `x.name(..)`).
+    /// Whether the wrapper is defined in an `impl` block (called as
+    /// `x.name(..)`, `Type::name(..)` or `Self::name(..)`).
     pub method: bool,
+    /// It takes `self`: at a method call (`x.name(a)`) its parameter `i`
+    /// is the call's argument `i - 1`; at a path call (`Type::name(x, a)`),
+    /// and for an associated function, argument `i`.
+    pub has_self: bool,
+    /// It returns `()` inside this many `Result`/`Option` layers: the
+    /// outcome is an `Err` or `None`, checked once every layer is
+    /// unwrapped or `?`-ed.
+    pub unit_layers: Option<usize>,
     /// A method's type (`impl Locker { fn acquire(..) }`: `Locker`).
     pub owner: Option<String>,
     /// Defined in another file of the crate.

@@ -24,6 +24,8 @@ pub fn strip(mut e: &Expr) -> &Expr {
             Expr::Reference(r) => &r.expr,
             Expr::Paren(p) => &p.expr,
             Expr::Group(g) => &g.expr,
+            // `project_id as DBProjectId`: a cast names the same value.
+            Expr::Cast(c) => &c.expr,
             Expr::MethodCall(m)
                 if m.args.is_empty() && TRANSPARENT.iter().any(|t| m.method == t) =>
             {

@@ -90,8 +90,11 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 .unwrap_or_default();
             let first = path.segments[0].ident.to_string();
             let n = path.segments.len();
-            let this_file =
-                (n == 1 || (n == 2 && first == "Self")) && self.cx.local_fns.contains(&name);
+            // `Type::f(..)` of a type whose `impl` this file holds is this
+            // file's function too, whatever a pack calls its name.
+            let this_file = ((n == 1 || (n == 2 && first == "Self"))
+                && self.cx.local_fns.contains(&name))
+                || (n == 2 && self.cx.methods.contains(&(first.clone(), name.clone())));
             // A function of this crate in another file: a bare name, or a
             // path through `crate`, `self`, `super` or a module this file
             // declares. Such calls are followed across files when a fencing

@@ -37,6 +37,14 @@ pub(super) struct FnItem<'ast> {
     pub ret: Option<String>,
     /// It returns a `bool` or nothing (also inside `Result`/`Option`).
     pub flag_only: bool,
+    /// It returns nothing at all (no return type, or `()`): it hands no
+    /// outcome to its callers, whatever its last expression mentions.
+    pub returns_nothing: bool,
+    /// It returns `()` inside `n` layers of `Result`/`Option`
+    /// (`Result<Result<(), Held>, Error>`: 2): the outcome can only be an
+    /// `Err` or `None`, so a caller that unwraps or `?`s every layer has
+    /// checked it.
+    pub unit_layers: Option<usize>,
     pub in_drop: bool,
     pub body: &'ast syn::Block,
 }
@@ -189,6 +197,42 @@ fn ret(sig: &syn::Signature) -> Option<String> {
 
 /// Whether a function returns only a success flag: nothing, `bool`, or
 /// either inside a `Result` or an `Option`.
+fn returns_nothing(sig: &syn::Signature) -> bool {
+    match &sig.output {
+        syn::ReturnType::Default => true,
+        syn::ReturnType::Type(_, t) => matches!(&**t, syn::Type::Tuple(t) if t.elems.is_empty()),
+    }
+}
+
+fn unit_layers(sig: &syn::Signature) -> Option<usize> {
+    let syn::ReturnType::Type(_, t) = &sig.output else {
+        return None;
+    };
+    let mut t: &syn::Type = t;
+    let mut layers = 0;
+    loop {
+        match t {
+            syn::Type::Tuple(u) if u.elems.is_empty() => return Some(layers),
+            syn::Type::Path(p) => {
+                let last = p.path.segments.last()?;
+                let name = last.ident.to_string();
+                if !(name.ends_with("Result") || name == "Option") || layers >= 4 {
+                    return None;
+                }
+                let syn::PathArguments::AngleBracketed(a) = &last.arguments else {
+                    return None;
+                };
+                t = a.args.iter().find_map(|g| match g {
+                    syn::GenericArgument::Type(t) => Some(t),
+                    _ => None,
+                })?;
+                layers += 1;
+            }
+            _ => return None,
+        }
+    }
+}
+
 fn flag_only(sig: &syn::Signature) -> bool {
     let syn::ReturnType::Type(_, t) = &sig.output else {
         return true;
@@ -235,6 +279,8 @@ impl<'ast> Visit<'ast> for Index<'ast> {
             params: params(&i.sig, None),
             ret: ret(&i.sig),
             flag_only: flag_only(&i.sig),
+            returns_nothing: returns_nothing(&i.sig),
+            unit_layers: unit_layers(&i.sig),
             in_drop: false,
             body: &i.block,
         });
@@ -285,6 +331,8 @@ impl<'ast> Visit<'ast> for Index<'ast> {
             params: params(&i.sig, Some(&ty)),
             ret: ret(&i.sig),
             flag_only: flag_only(&i.sig),
+            returns_nothing: returns_nothing(&i.sig),
+            unit_layers: unit_layers(&i.sig),
             in_drop: drop,
             body: &i.block,
         });
@@ -312,6 +360,8 @@ impl<'ast> Visit<'ast> for Index<'ast> {
                 params: params(&i.sig, Some(&ty)),
                 ret: ret(&i.sig),
                 flag_only: flag_only(&i.sig),
+                returns_nothing: returns_nothing(&i.sig),
+                unit_layers: unit_layers(&i.sig),
                 in_drop: false,
                 body,
             });

@@ -94,6 +94,8 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
                 params: Vec::new(),
                 ret: None,
                 flag_only: false,
+                returns_nothing: false,
+                unit_layers: None,
                 in_drop: false,
                 body,
             });
@@ -409,6 +411,10 @@ fn run<'ast>(
             let_events: Vec::new(),
             known,
             fn_name: item.name.clone(),
+            self_ty: item
+                .self_ty
+                .as_deref()
+                .map(|t| syntax::type_head(t).to_string()),
             learned: &mut learned,
             wrappers,
             wrapper_methods: &wrapper_methods,
@@ -485,8 +491,15 @@ fn run<'ast>(
         };
         for f in model.fns.iter().filter(|f| &f.qualified == key) {
             for &e in &f.events {
-                let at = model.events[e].span.start.offset;
-                if at == w.inner.span.start.offset || w.handed_back.contains(&at) {
+                let ev = &model.events[e];
+                let at = ev.span.start.offset;
+                // The same call seen inside the one handed back (a statement
+                // built in the argument of the call that runs it) is that
+                // call: one site.
+                let inside = ev.api == w.inner.api
+                    && at >= w.inner.span.start.offset
+                    && ev.span.end.offset <= w.inner.span.end.offset;
+                if at == w.inner.span.start.offset || w.handed_back.contains(&at) || inside {
                     dead.insert(e);
                 }
             }
@@ -512,6 +525,9 @@ fn run<'ast>(
 /// result it returns (`let won = con.set_nx(..)?; Ok(won)`).
 fn passed_on(w: &Walker, item: &FnItem) -> Option<Wrapper> {
     use crate::pack::Role;
+    if item.returns_nothing {
+        return None;
+    }
     let f = &w.model.fns[w.f];
     // What the returned values mention, gathered only when a lock call's
     // result was bound to a name (most functions have none).
@@ -527,6 +543,20 @@ fn passed_on(w: &Walker, item: &FnItem) -> Option<Wrapper> {
     } else {
         BTreeSet::new()
     };
+    // The names a bound result flows into through later `let`s (`let row =
+    // reply.map(..)?; Ok(row)` hands the reply back).
+    let derived = |e: &Event| -> HashSet<String> {
+        let mut names: HashSet<String> = e.binding.iter().cloned().collect();
+        if names.is_empty() {
+            return names;
+        }
+        for l in f.lets.iter().filter(|l| l.offset > e.span.start.offset) {
+            if l.mentions.iter().any(|m| names.contains(m)) {
+                names.extend(l.names.iter().cloned());
+            }
+        }
+        names
+    };
     let handed: Vec<&Event> = f
         .events
         .iter()
@@ -534,7 +564,7 @@ fn passed_on(w: &Walker, item: &FnItem) -> Option<Wrapper> {
         .filter(|e| {
             (e.role.is_lock_outcome() || e.role == Role::Read)
                 && (w.returned_events.contains(&e.id)
-                    || e.binding.iter().any(|b| returned_mentions.contains(b)))
+                    || derived(e).iter().any(|b| returned_mentions.contains(b)))
         })
         .collect();
     let e = *handed.first()?;
@@ -565,6 +595,8 @@ fn wrapper_of(e: &Event, handed: &[&Event], item: &FnItem) -> Wrapper {
         owner_field,
         fn_line: item.first_line,
         method: item.self_ty.is_some(),
+        has_self: item.params.first().is_some_and(|(p, _)| p == "self"),
+        unit_layers: item.unit_layers,
         owner: item
             .self_ty
             .as_deref()

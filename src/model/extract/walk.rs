@@ -44,6 +44,8 @@ pub(super) struct Walker<'a, 'c, 'ast> {
     pub known: &'a KnownStrings,
     /// The name of the function being walked.
     pub fn_name: String,
+    /// The type of its `impl` block (what `Self` names), if any.
+    pub self_ty: Option<String>,
     /// Functions of the file that pass a lock call's outcome to their
     /// callers (from the previous walk), and which of them were called.
     /// Keyed by [`Wrapper::key`]: a function by the name this file calls

@@ -9,7 +9,7 @@ use syn::Expr;
 use super::super::event::*;
 use super::super::keys;
 use super::super::lockname::is_lock_name;
-use super::chain::{Anchor, Chain, Root};
+use super::chain::{Anchor, Chain, Root, SegKind};
 use super::result_use::{result_use, Use};
 use super::syntax::{end_span, expr_span, mentions};
 use super::walk::Walker;
@@ -61,6 +61,9 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                         && w.flag_only == first.flag_only
                         && w.key_param == first.key_param
                         && w.key_field == first.key_field
+                        && w.owner_param == first.owner_param
+                        && w.owner_field == first.owner_field
+                        && w.has_self == first.has_self
                 });
                 return match through.len() {
                     1 => Some((through[0].clone(), None)),
@@ -113,16 +116,31 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                             .as_deref()
                             .is_some_and(|m| path.segments[n - 2].ident == m)
                 };
-                match self.wrappers.get(&name) {
-                    Some(w) if !w.method && (plain || (w.imported && module_path(w))) => Some((
-                        name,
+                // `Type::name(..)` and `Self::name(..)`: a function of the
+                // type's `impl` block, with or without `self`.
+                let associated = || {
+                    let ty = path.segments[n.checked_sub(2)?].ident.to_string();
+                    let ty = if ty == "Self" {
+                        self.self_ty.clone()?
+                    } else {
+                        ty
+                    };
+                    let key = format!("{ty}::{name}");
+                    self.wrappers.get(&key).filter(|w| w.method).map(|_| key)
+                };
+                let key = match self.wrappers.get(&name) {
+                    Some(w) if !w.method && (plain || (w.imported && module_path(w))) => Some(name),
+                    _ => associated(),
+                };
+                key.map(|key| {
+                    (
+                        key,
                         None,
                         Anchor::Root,
                         args.clone(),
                         expr_span(src, chain.root_expr),
-                    )),
-                    _ => None,
-                }
+                    )
+                })
             }
             _ => None,
         };
@@ -146,8 +164,22 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         let Some((name, via, anchor, args, span)) = found else {
             return Vec::new();
         };
-        let receiver = chain.receiver_of(anchor);
         let mut w = self.wrappers[&name].clone();
+        // A path call (`Type::name(x, a)`) passes the receiver, if any, as
+        // its first argument.
+        let by_path = anchor == Anchor::Root;
+        let receiver = if by_path {
+            args.first().copied().filter(|_| w.has_self)
+        } else {
+            chain.receiver_of(anchor)
+        };
+        let arg_of = |i: usize| {
+            if w.has_self && !by_path {
+                i.checked_sub(1)
+            } else {
+                Some(i)
+            }
+        };
         // Several implementations that agree: the call is the trait's, and
         // each of them is called (none reports its inner call).
         if via.is_some() {
@@ -162,8 +194,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         let api = packs.api(w.inner.api);
         let mut ev = w.inner;
         if let Some(i) = w.key_param {
-            let i = if w.method { i.checked_sub(1) } else { Some(i) };
-            if let Some(a) = i.and_then(|i| args.get(i)) {
+            if let Some(a) = arg_of(i).and_then(|i| args.get(i)) {
                 let kspan = src.span_of(a.span());
                 let norm = keys::normalise(a);
                 ev.key = Some(Key {
@@ -193,10 +224,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             k.span = span;
         }
         // The owner value, where the wrapper takes it from its caller.
-        let owner_arg = w
-            .owner_param
-            .and_then(|i| if w.method { i.checked_sub(1) } else { Some(i) })
-            .and_then(|i| args.get(i));
+        let owner_arg = w.owner_param.and_then(arg_of).and_then(|i| args.get(i));
         if let Some(a) = owner_arg {
             ev.owner = Some(self.owner_value(a));
         } else if let (Some(field), Some(r)) = (&w.owner_field, receiver.filter(|_| w.method)) {
@@ -267,6 +295,32 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                     .collect()
             })
             .unwrap_or_default();
+        // A wrapper that can only say "not won" as an `Err` or `None`
+        // (`Result<(), Held>`): unwrapping or `?`-ing every layer checks it.
+        if let Some(layers) = w.unit_layers.filter(|&n| n > 0) {
+            let checked = chain.segs[anchor.from()..]
+                .iter()
+                .enumerate()
+                .filter(|(i, s)| match &s.kind {
+                    SegKind::Try => true,
+                    SegKind::Method { name, .. } if *i > 0 || anchor == Anchor::Root => {
+                        matches!(name.as_str(), "unwrap" | "expect")
+                    }
+                    _ => false,
+                })
+                .count();
+            let propagated = matches!(
+                ev.result,
+                ResultUse::Propagated
+                    | ResultUse::Discarded {
+                        propagated: true,
+                        ..
+                    }
+            );
+            if propagated && checked >= layers {
+                ev.result = ResultUse::Inspected;
+            }
+        }
         // A wrapper that turns a failure into success (`.unwrap_or(true)`)
         // hands its callers a reply that cannot be trusted, however they
         // read it: the call site is judged by what the wrapper did.
