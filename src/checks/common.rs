@@ -579,6 +579,10 @@ fn type_text(s: &str) -> String {
 /// How a finding names the call, reading the source where the pack's shape
 /// is a text pattern: `pg_advisory_lock(..)` rather than "the SQL statement".
 pub fn call_label(ctx: &CheckCtx, api: &Api, e: &Event) -> String {
+    // A wrapper's call is named by the wrapper (`SqlDriver::try_campaign`).
+    if let Some(outer) = e.wrapper.as_deref().and_then(|w| w.split(" → ").next()) {
+        return format!("{outer}(..)");
+    }
     let m = &api.matcher;
     if m.method.is_none() && m.function.is_none() && m.macro_name.is_none() && m.command.is_none() {
         let text = ctx
@@ -593,8 +597,12 @@ pub fn call_label(ctx: &CheckCtx, api: &Api, e: &Event) -> String {
                     .chars()
                     .take_while(|c| c.is_alphanumeric() || *c == '_')
                     .collect();
-                if !name.is_empty() {
-                    return format!("{name}(..)");
+                let called = found.as_str()[name.len()..].trim_start().starts_with('(');
+                match (name.is_empty(), called) {
+                    (false, true) => return format!("{name}(..)"),
+                    // A statement, not a function: its first word.
+                    (false, false) => return format!("{} …", name.to_uppercase()),
+                    _ => {}
                 }
             }
         }

@@ -14,6 +14,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "kubernetes.yaml",
         include_str!("../../rules/kubernetes.yaml"),
     ),
+    ("sql-lease.yaml", include_str!("../../rules/sql-lease.yaml")),
     // Last: generic effect shapes that any backend's more specific entry
     // must be able to claim first.
     (

@@ -362,7 +362,7 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
 
     pub fn key(&self, api: &Api) -> Option<Key> {
         let w = self.w;
-        let e = self.locate(&api.key)?;
+        let e = self.locate(&api.key, &api.matcher.text)?;
         let span = w.cx.src.span_of(e.span());
         let norm = keys::normalise(e);
         Some(Key {
@@ -382,7 +382,8 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
     /// The value the call stores as its owner, or compares with the stored
     /// one (see the pack's `owner`).
     pub fn owner(&self, api: &Api) -> Option<Owner> {
-        self.locate(&api.owner).map(|e| self.w.owner_value(e))
+        self.locate(&api.owner, &api.matcher.text)
+            .map(|e| self.w.owner_value(e))
     }
 
     /// The arguments of the chain's `arg` calls, without the command word.
@@ -419,7 +420,10 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
         }
     }
 
-    fn locate(&self, specs: &[KeySpec]) -> Option<&'ast Expr> {
+    /// The first of `specs` that finds an argument, passing over the
+    /// statement a text shape matched (`format!("INSERT …")` given where a
+    /// driver's call takes its SQL is not the key).
+    fn locate(&self, specs: &[KeySpec], statement: &[crate::pack::Pattern]) -> Option<&'ast Expr> {
         for spec in specs {
             let e = match spec {
                 KeySpec::Arg(i) => self.args.get(*i).copied(),
@@ -447,8 +451,12 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
                     .find_map(|e| call_arg(e, name, *arg)),
                 KeySpec::ScriptArg(n) => self.script_arg(*n),
             };
-            if e.is_some() {
-                return e;
+            let is_statement = |e: &Expr| {
+                !statement.is_empty()
+                    && keys::literal(e).is_some_and(|t| statement.iter().any(|p| p.is_match(&t)))
+            };
+            if let Some(e) = e.filter(|e| !is_statement(e)) {
+                return Some(e);
             }
         }
         None
