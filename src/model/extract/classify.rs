@@ -280,7 +280,17 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                     .and_then(|b| b.init)
                     .is_some_and(|init| is_lock_name(self.cx.lock_name, &keys::normalise(init)))
         });
-        key_lockish || self.fn_lockish || binding.iter().any(|b| is_lock_name(self.cx.lock_name, b))
+        // A statement matched by its text names its lock in that text
+        // (`INSERT INTO moderation_locks …`).
+        let text_lockish = || {
+            !api.matcher.text.is_empty()
+                && !self.cx.strings.is_empty(view.texts)
+                && is_lock_name(self.cx.lock_name, &self.cx.strings.joined(view.texts))
+        };
+        key_lockish
+            || self.fn_lockish
+            || binding.iter().any(|b| is_lock_name(self.cx.lock_name, b))
+            || text_lockish()
     }
 
     /// What every event of one chain shares, computed once per chain: a
