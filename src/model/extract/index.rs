@@ -419,6 +419,25 @@ impl<'ast> Visit<'ast> for Index<'ast> {
         visit::visit_item_const(self, i);
     }
 
+    /// `impl Driver { const TABLE: &str = "election_leader"; }`: read by
+    /// name like a module's constant (`Self::TABLE`, `Driver::TABLE`).
+    fn visit_impl_item_const(&mut self, i: &'ast syn::ImplItemConst) {
+        self.consts.insert(i.ident.to_string(), &i.expr);
+        self.const_types
+            .insert(i.ident.to_string(), type_text(&i.ty));
+        visit::visit_impl_item_const(self, i);
+    }
+
+    /// A trait's constant with its default value, read the same way.
+    fn visit_trait_item_const(&mut self, i: &'ast syn::TraitItemConst) {
+        if let Some((_, e)) = &i.default {
+            self.consts.insert(i.ident.to_string(), e);
+            self.const_types
+                .insert(i.ident.to_string(), type_text(&i.ty));
+        }
+        visit::visit_trait_item_const(self, i);
+    }
+
     fn visit_item_static(&mut self, i: &'ast syn::ItemStatic) {
         self.consts.insert(i.ident.to_string(), &i.expr);
         self.const_types

@@ -313,11 +313,22 @@ pub(super) fn strings_of(e: &Expr, strings: &Strings, names: &dyn NameStrings) -
         fn tokens(&mut self, ts: &proc_macro2::TokenStream) {
             let mut stack = vec![ts.clone()];
             while let Some(ts) = stack.pop() {
-                for tt in ts {
+                let mut it = ts.into_iter().peekable();
+                while let Some(tt) = it.next() {
                     match tt {
                         TokenTree::Literal(l) => {
                             if let syn::Lit::Str(s) = syn::Lit::new(l) {
                                 self.ids.push(self.strings.intern(&s.value()));
+                            }
+                        }
+                        // `format!(.., table = Self::table_name())`: what
+                        // the called function returns.
+                        TokenTree::Ident(i)
+                            if matches!(it.peek(), Some(TokenTree::Group(g))
+                                if g.delimiter() == proc_macro2::Delimiter::Parenthesis) =>
+                        {
+                            if let Some(s) = self.names.fn_strings(&i.to_string()) {
+                                self.sets.push(s);
                             }
                         }
                         TokenTree::Ident(i) => self.name(&i.to_string()),

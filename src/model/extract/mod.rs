@@ -326,9 +326,16 @@ fn learns_text(cx: &Cx, learned: &KnownStrings, known: &KnownStrings) -> bool {
     };
     let mut sets = changed(&learned.returned, &known.returned);
     sets.extend(changed(&learned.fields, &known.fields));
+    // A text shape that needs a lock name may find it in a returned text
+    // (a table name): that is worth a walk too.
+    let named = cx
+        .text_only
+        .iter()
+        .any(|r| cx.packs.api(*r).needs_lock_name);
     sets.into_iter().any(|set| {
-        let hit = cx.packs.triggered(&cx.strings.joined(set));
-        cx.text_only.iter().any(|r| hit[r.pack])
+        let text = cx.strings.joined(set);
+        let hit = cx.packs.triggered(&text);
+        cx.text_only.iter().any(|r| hit[r.pack]) || (named && is_lock_name(cx.lock_name, &text))
     })
 }
 
