@@ -227,6 +227,46 @@ pub fn constant_owner<'a>(ctx: &CheckCtx<'a>, e: &'a Event) -> Option<ConstantOw
     })
 }
 
+/// What to write instead of an owner check on a constant.
+const CONSTANT_OWNER_HELP: &str = "store a value no other holder can have when acquiring (a random UUID drawn for each acquisition, kept by the holder) and compare with that one";
+
+/// The finding of an owner-checked release or renewal whose owner value
+/// is a constant (see [`constant_owner`]), for `check`. `words` are how
+/// the message says it: (`released by comparing its value with`,
+/// `release`, `deletes`).
+pub fn constant_owner_finding(
+    ctx: &CheckCtx,
+    e: &Event,
+    check: crate::checks::CheckId,
+    words: (&str, &str, &str),
+    note: &str,
+) -> Option<crate::finding::Finding> {
+    let c = constant_owner(ctx, e)?;
+    let (compared, step, verb) = words;
+    let lock = subject(ctx, e);
+    let message = match c.stored_by {
+        None => format!(
+            "{lock} is {compared} the constant `{}`: every holder stores the same value, so the check cannot tell this holder from the next",
+            c.value
+        ),
+        Some(_) => format!(
+            "{lock} is taken storing the constant `{}`, so the owner check of its {step} cannot tell this holder from the next",
+            c.value
+        ),
+    };
+    let mut f = ctx.finding(check, e, message).label(format!(
+        "`{}` {verb} the lock whoever holds it now",
+        call_label(ctx, ctx.api(e), e)
+    ));
+    if let Some(at) = c.at {
+        f = f.secondary(at, "the same value for every holder");
+    }
+    if let Some(a) = c.stored_by {
+        f = f.secondary(a.span, "every acquisition stores this value");
+    }
+    Some(f.note(note).help(CONSTANT_OWNER_HELP))
+}
+
 /// An expiry set right after an acquisition that had none (`SETNX` then
 /// `EXPIRE`): `lock-without-expiry` reports the pair, so the renewal checks
 /// leave it alone.

@@ -1,7 +1,7 @@
 //! `unowned-release`: a release that deletes the lock without verifying,
 //! atomically, that the caller still owns it.
 
-use super::common::{call_label, constant_owner, subject, with_pack_notes, CheckCtx};
+use super::common::{call_label, constant_owner_finding, subject, with_pack_notes, CheckCtx};
 use super::{CheckId, CheckInfo};
 use crate::finding::{Finding, Severity};
 use crate::model::Event;
@@ -48,43 +48,20 @@ fn owned_key(ctx: &CheckCtx, e: &Event) -> bool {
     })
 }
 
-/// What to write instead of an owner check on a constant.
-pub(super) const CONSTANT_OWNER_HELP: &str = "store a value no other holder can have when acquiring (a random UUID drawn for each acquisition, kept by the holder) and compare with that one";
-
 fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
     for e in &ctx.model.events {
         if !matches!(e.role, Role::Release | Role::Delete) {
             continue;
         }
         let api = ctx.api(e);
-        if let Some(c) = constant_owner(ctx, e) {
-            let lock = subject(ctx, e);
-            let message = match c.stored_by {
-                None => format!(
-                    "{lock} is released by comparing its value with the constant `{}`: every holder stores the same value, so the check cannot tell this holder from the next",
-                    c.value
-                ),
-                Some(_) => format!(
-                    "{lock} is taken storing the constant `{}`, so the owner check of its release cannot tell this holder from the next",
-                    c.value
-                ),
-            };
-            let mut f = ctx
-                .finding(CheckId::UnownedRelease, e, message)
-                .label(format!(
-                    "`{}` deletes the lock whoever holds it now",
-                    call_label(ctx, api, e)
-                ));
-            if let Some(at) = c.at {
-                f = f.secondary(at, "the same value for every holder");
-            }
-            if let Some(a) = c.stored_by {
-                f = f.secondary(a.span, "every acquisition stores this value");
-            }
-            out.push(
-                f.note("an owner check is only as good as the value it compares: after a pause past the lease, another client holds the lock under the same value, and this release removes its lock")
-                    .help(CONSTANT_OWNER_HELP),
-            );
+        if let Some(f) = constant_owner_finding(
+            ctx,
+            e,
+            CheckId::UnownedRelease,
+            ("released by comparing its value with", "release", "deletes"),
+            "an owner check is only as good as the value it compares: after a pause past the lease, another client holds the lock under the same value, and this release removes its lock",
+        ) {
+            out.push(f);
             continue;
         }
         if api.owner_checked != Some(false) {

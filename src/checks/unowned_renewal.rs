@@ -2,7 +2,8 @@
 //! atomically, that the caller still owns it.
 
 use super::common::{
-    call_label, completes_missing_expiry, constant_owner, subject, with_pack_notes, CheckCtx,
+    call_label, completes_missing_expiry, constant_owner_finding, subject, with_pack_notes,
+    CheckCtx,
 };
 use super::{CheckId, CheckInfo};
 use crate::finding::{Finding, Severity};
@@ -28,34 +29,14 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
             continue;
         }
         let api = ctx.api(e);
-        if let Some(c) = constant_owner(ctx, e) {
-            let lock = subject(ctx, e);
-            let message = match c.stored_by {
-                None => format!(
-                    "{lock} is extended after comparing its value with the constant `{}`: every holder stores the same value, so the check cannot tell this holder from the next",
-                    c.value
-                ),
-                Some(_) => format!(
-                    "{lock} is taken storing the constant `{}`, so the owner check of its renewal cannot tell this holder from the next",
-                    c.value
-                ),
-            };
-            let mut f = ctx
-                .finding(CheckId::UnownedRenewal, e, message)
-                .label(format!(
-                    "`{}` extends the lock whoever holds it now",
-                    call_label(ctx, api, e)
-                ));
-            if let Some(at) = c.at {
-                f = f.secondary(at, "the same value for every holder");
-            }
-            if let Some(a) = c.stored_by {
-                f = f.secondary(a.span, "every acquisition stores this value");
-            }
-            out.push(
-                f.note("after a pause past the lease, another client holds the lock under the same value: this renewal keeps *its* lock alive while this holder still believes it owns it")
-                    .help(super::unowned_release::CONSTANT_OWNER_HELP),
-            );
+        if let Some(f) = constant_owner_finding(
+            ctx,
+            e,
+            CheckId::UnownedRenewal,
+            ("extended after comparing its value with", "renewal", "extends"),
+            "after a pause past the lease, another client holds the lock under the same value: this renewal keeps *its* lock alive while this holder still believes it owns it",
+        ) {
+            out.push(f);
             continue;
         }
         if api.owner_checked != Some(false) {
