@@ -888,6 +888,9 @@ fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
         let mut v = findings.to_vec();
         for f in &mut v {
             f.path = to_root(&f.path);
+            for r in &mut f.related {
+                r.path = to_root(&r.path);
+            }
         }
         v
     };

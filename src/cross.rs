@@ -36,7 +36,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::engine::{Cross, Engine, FileOutcome};
-use crate::model::Wrapper;
+use crate::model::{SiteReport, Wrapper};
 
 /// One audited file, as the audit keeps it.
 pub struct Audited {
@@ -282,6 +282,10 @@ fn unambiguous(files: &[Audited], crate_of: &[PathBuf]) -> ByCrate {
             let (i, mut w) = list.pop().expect("one");
             w.imported = true;
             w.module = module_of(&files[i].path);
+            // Named from anywhere: by the file that defines it.
+            let here = &files[i].shown;
+            w.file = Some(here.clone());
+            w.targets = w.targets.iter().map(|t| t.resolved(here)).collect();
             let offers = by_crate.entry(root).or_default();
             if w.method {
                 offers
@@ -423,8 +427,13 @@ pub struct Sources<'e> {
 pub type Listing = Vec<(String, PathBuf)>;
 
 /// What a file was last audited knowing of its crate: the wrappers and
-/// texts it was given, and its own wrappers that other files call.
-type Contexts = HashMap<usize, (Given, HashSet<String>)>;
+/// texts it was given, its own wrappers that other files call, and the
+/// outermost calls in other files that reach its lock calls.
+type Contexts = HashMap<usize, (Given, HashSet<String>, Reaching)>;
+
+/// Outermost call sites of other files, by the key of the wrapper (of the
+/// file they are given to) whose lock call they reach.
+type Reaching = HashMap<String, Vec<SiteReport>>;
 
 /// Runs the crate passes over `files`, replacing the outcomes of the files
 /// audited again: the wrappers and statement texts files offer each other
@@ -566,18 +575,19 @@ fn follow_calls(
             pool,
         );
         let engine = engine.with_fns(&index);
-        let none = (Given::default(), HashSet::new());
+        let none = (Given::default(), HashSet::new(), Reaching::new());
         redone.extend(pool.install(|| {
             askers
                 .par_iter()
                 .filter_map(|&i| {
                     let f = &files[i];
                     let bytes = (sources.read)(&f.path, scope)?;
-                    let (given, called) = contexts.get(&i).unwrap_or(&none);
+                    let (given, called, reaching) = contexts.get(&i).unwrap_or(&none);
                     let cross = Cross {
                         imported: &given.wrappers,
                         called_elsewhere: called,
                         texts: &given.texts,
+                        reached_from: Some(reaching),
                     };
                     Some((
                         i,
@@ -703,6 +713,7 @@ fn follow_wrappers(
                         imported: &given.wrappers,
                         called_elsewhere: &none,
                         texts: &given.texts,
+                        reached_from: None,
                     };
                     let out =
                         engine(f.scope).check_bytes_with(&f.shown, &bytes, inventory, Some(&cross));
@@ -725,7 +736,7 @@ fn follow_wrappers(
     if by_crate.is_empty() {
         return imported
             .into_iter()
-            .map(|(i, g)| (i, (g, HashSet::new())))
+            .map(|(i, g)| (i, (g, HashSet::new(), Reaching::new())))
             .collect();
     }
     // Which wrappers the callers used, per defining file.
@@ -744,7 +755,28 @@ fn follow_wrappers(
             }
         }
     }
-    // Pass 2: the defining files, without their wrappers' inner calls.
+    // The calls that end a chain, by the lock call they reach, for the
+    // files that define it (a file of the crate's reports only).
+    let reports: Vec<SiteReport> = files
+        .iter()
+        .flat_map(|f| f.outcome.sites.iter().cloned())
+        .collect();
+    let mut reaching: HashMap<&str, Reaching> = HashMap::new();
+    for (target, sites) in crate::model::chains::outermost(&reports) {
+        let Some(file) = target.file.as_deref() else {
+            continue;
+        };
+        let Some(def) = files.iter().find(|f| f.shown == file) else {
+            continue;
+        };
+        reaching
+            .entry(def.shown.as_str())
+            .or_default()
+            .insert(target.key, sites);
+    }
+    let no_sites = Reaching::new();
+    // Pass 2: the defining files, their wrappers' inner calls relayed to
+    // the callers and reached from them.
     let mut defining: Vec<(usize, HashSet<String>)> = called.into_iter().collect();
     defining.sort_by_key(|(i, _)| *i);
     let redone: Vec<(usize, FileOutcome)> = pool.install(|| {
@@ -759,6 +791,7 @@ fn follow_wrappers(
                     imported: &given.wrappers,
                     called_elsewhere: names,
                     texts: &given.texts,
+                    reached_from: Some(reaching.get(f.shown.as_str()).unwrap_or(&no_sites)),
                 };
                 Some((
                     *i,
@@ -767,14 +800,25 @@ fn follow_wrappers(
             })
             .collect()
     });
+    let mut reach_of: HashMap<usize, Reaching> = defining
+        .iter()
+        .map(|(i, _)| {
+            let r = reaching
+                .remove(files[*i].shown.as_str())
+                .unwrap_or_default();
+            (*i, r)
+        })
+        .collect();
     for (i, out) in redone {
         files[i].outcome = out;
     }
     for (i, given) in imported {
-        contexts.insert(i, (given, HashSet::new()));
+        contexts.insert(i, (given, HashSet::new(), Reaching::new()));
     }
     for (i, names) in defining {
-        contexts.entry(i).or_default().1 = names;
+        let c = contexts.entry(i).or_default();
+        c.1 = names;
+        c.2 = reach_of.remove(&i).unwrap_or_default();
     }
     contexts
 }

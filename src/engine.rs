@@ -83,6 +83,9 @@ pub struct Cross<'a> {
     pub called_elsewhere: &'a std::collections::HashSet<String>,
     /// Statement texts they keep under a name this file uses.
     pub texts: &'a std::collections::HashMap<String, Vec<String>>,
+    /// Their outermost calls of this file's wrappers, by the key of the
+    /// wrapper whose lock call they reach.
+    pub reached_from: Option<&'a std::collections::HashMap<String, Vec<crate::model::SiteReport>>>,
 }
 
 /// One file's outcome.
@@ -101,6 +104,9 @@ pub struct FileOutcome {
     pub wrappers_called: Vec<String>,
     /// Statement texts its constants and functions hold, by name.
     pub texts: Vec<(String, Vec<String>)>,
+    /// What its calls of wrappers say, for the files defining the lock
+    /// calls they reach.
+    pub sites: Vec<crate::model::SiteReport>,
     /// Functions of other files its checks asked for and the engine's
     /// index did not have.
     pub asked: Asked,
@@ -253,7 +259,16 @@ impl Engine<'_> {
             );
             return self.finish(&src, vec![f], None);
         }
+        let mut model = model;
         let locks = Locks::build(&model, &directives, self.settings.default_purpose);
+        crate::model::chains::wrapper_purposes(&mut model, &directives);
+        let sites = crate::model::chains::site_reports(&model, &locks, &src.path);
+        crate::model::chains::attach_reached(
+            &mut model,
+            &locks,
+            cross.and_then(|c| c.reached_from),
+            &src.path,
+        );
         let ctx = CheckCtx {
             src: &src,
             model: &model,
@@ -294,6 +309,7 @@ impl Engine<'_> {
         out.wrappers = model.wrappers.clone();
         out.wrappers_called = model.wrappers_called.clone();
         out.texts = model.texts.clone();
+        out.sites = sites;
         out.asked = ctx.asked.take();
         out
     }

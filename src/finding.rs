@@ -49,6 +49,16 @@ pub struct Label {
     pub message: String,
 }
 
+/// A place in another file (or elsewhere in this one) that a finding is
+/// about too: the call sites that reach a lock call inside a wrapper.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Related {
+    /// Path as printed, like [`Finding::path`].
+    pub path: String,
+    pub span: Span,
+    pub message: String,
+}
+
 /// One reported problem.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
@@ -61,6 +71,8 @@ pub struct Finding {
     /// Text under the primary span.
     pub label: Option<String>,
     pub labels: Vec<Label>,
+    /// Places elsewhere the finding is about (SARIF `relatedLocations`).
+    pub related: Vec<Related>,
     pub help: Option<String>,
     pub notes: Vec<String>,
     pub backend: Option<String>,
@@ -88,6 +100,7 @@ impl Finding {
             message: message.into(),
             label: None,
             labels: Vec::new(),
+            related: Vec::new(),
             help: None,
             notes: Vec::new(),
             backend: None,

@@ -29,14 +29,21 @@ pub struct LockRow {
     pub release: String,
 }
 
+/// One row per call site: a lock call inside a wrapper that is called, and
+/// a call that a called wrapper hands back, are rows at the outermost
+/// calls that reach them (with the wrapper chain), not rows of their own.
 pub fn rows(ctx: &CheckCtx) -> Vec<LockRow> {
-    ctx.takes().map(|e| row(ctx, e)).collect()
+    ctx.takes()
+        .filter(|e| ctx.outcome_here(e))
+        .map(|e| row(ctx, e))
+        .collect()
 }
 
 fn row(ctx: &CheckCtx, e: &Event) -> LockRow {
     let api = ctx.api(e);
     let purpose = match ctx.lookup(e) {
-        crate::directives::PurposeLookup::Found { purpose, .. } => purpose.as_str().to_string(),
+        crate::directives::PurposeLookup::Found { purpose, .. }
+        | crate::directives::PurposeLookup::Inherited { purpose } => purpose.as_str().to_string(),
         crate::directives::PurposeLookup::None => match ctx.purpose(e) {
             Some(p) => format!("{} (default)", p.as_str()),
             None => "missing".to_string(),

@@ -1056,7 +1056,7 @@ fn new_since_judges_the_base_with_the_crate_passes() {
     );
     assert!(
         now.stdout
-            .contains("wrapped/src/jobs.rs:9:5: error[unowned-release]"),
+            .contains("wrapped/src/jobs.rs:25:13: error[ignored-acquire-result]"),
         "{now:?}"
     );
     let mut since = args.to_vec();
@@ -1992,17 +1992,28 @@ mod lsp {
     }
 }
 
-/// Covers #16: inside a lock crate's own source (its `Cargo.toml` names a
-/// pack crate) the crate is the evidence, since it never imports itself;
-/// the same code in a crate of another name is nothing.
+/// Covers #16 and #23: inside a lock crate's own source (its `Cargo.toml`
+/// names a pack crate) the crate is the evidence, since it never imports
+/// itself; a call on the crate's own type is that type's method, so its
+/// layers are one lock, reported at the command that takes it, naming the
+/// outermost call. The same stub code in a crate of another name is
+/// nothing.
 #[test]
 fn a_lock_crates_own_source_is_evidence_for_it() {
     let run = lockaudit(&project("lock-crate"), &["check", "--format", "short", "."]);
     assert_eq!(run.code, 1, "{run:?}");
     assert!(
         run.stdout
-            .contains("src/lib.rs:17:14: error[missing-purpose]: lock acquisition of `resources`"),
+            .contains("src/lib.rs:16:37: error[missing-purpose]: lock acquisition of `resource`"),
         "{run:?}"
+    );
+    assert_eq!(run.stdout.matches("error[").count(), 1, "{run:?}");
+    let human = lockaudit(&project("lock-crate"), &["check", "--color", "never", "."]);
+    assert!(
+        human
+            .stdout
+            .contains("no annotation on the way from 1 call site: src/lib.rs:33:17"),
+        "{human:?}"
     );
     let twin = lockaudit(
         &project("lock-crate-user"),
@@ -2158,11 +2169,10 @@ fn wrappers_in_other_files_of_the_crate_are_lock_sites() {
     project_matches_its_markers("wrapped", 5);
     let r = lockaudit(&project("wrapped"), &["check", "--format", "short", "."]);
     for expected in [
-        // The key a method takes from `self.key` is the receiver's field.
-        "src/jobs.rs:77:17: error[unowned-release]: lock `report_lock.key` is deleted",
-        // A key the helper builds from a parameter is named by the
-        // argument given for it.
-        "src/jobs.rs:84:5: error[missing-purpose]: lock acquisition of `next_job` has no",
+        // A wrapper's own defect stands at its lock call, once.
+        "src/locks.rs:83:13: error[unowned-release]: lock `&self.key` is deleted",
+        "src/locks.rs:97:31: error[missing-purpose]: lock acquisition of \
+         `format!(\"lock:job:{job_id}\")` has no",
         // A wrapper that counts a failed call as won taints its callers.
         "src/upkeep.rs:56:9: error[ignored-acquire-result]: `.unwrap_or(true)` inside \
          `locks::acquire_lenient` treats a failure as success",
@@ -2173,6 +2183,98 @@ fn wrappers_in_other_files_of_the_crate_are_lock_sites() {
     ] {
         assert!(r.stdout.contains(expected), "{expected}\n{}", r.stdout);
     }
+    // The findings at a lock call name the call sites that reach it, with
+    // the key each gives: the receiver's field, the argument a key is
+    // built from; a missing purpose names only the unannotated ones.
+    let human = lockaudit(&project("wrapped"), &["check", "--color", "never", "."]);
+    for expected in [
+        "note: reached from 1 call site: src/jobs.rs:79:17 (`report_lock.key`)",
+        "note: no annotation on the way from 1 call site: src/jobs.rs:86:5 (`next_job`)",
+        "note: no annotation on the way from 4 call sites: src/jobs.rs:16:8",
+    ] {
+        assert!(
+            human.stdout.contains(expected),
+            "{expected}\n{}",
+            human.stdout
+        );
+    }
+    // Annotated calls of the same wrapper are not named.
+    assert!(
+        !human.stdout.contains("src/jobs.rs:8:9 ("),
+        "{}",
+        human.stdout
+    );
+    // SARIF links them as related locations, referenced from the message.
+    let sarif = lockaudit(&project("wrapped"), &["check", "--format", "sarif", "."]);
+    let sarif: serde_json::Value = serde_json::from_str(&sarif.stdout).unwrap();
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    let at_lock = results
+        .iter()
+        .find(|r| {
+            r["ruleId"] == "missing-purpose"
+                && r["locations"][0]["physicalLocation"]["region"]["startLine"] == 10
+        })
+        .expect("missing-purpose at locks.rs:10");
+    let related = at_lock["relatedLocations"].as_array().unwrap();
+    assert_eq!(related.len(), 4, "{at_lock}");
+    assert!(related
+        .iter()
+        .all(|l| l["physicalLocation"]["artifactLocation"]["uri"]
+            .as_str()
+            .unwrap()
+            .ends_with(".rs")));
+    assert!(
+        at_lock["message"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("](1)"),
+        "{at_lock}"
+    );
+}
+
+/// Covers #23: each finding once, where the fix goes. An annotation above a
+/// wrapper `fn` (an etcd lock behind the team's type) or on the lock call
+/// inside a helper covers the calls in every file; an unannotated helper's
+/// missing purpose and missing expiry stand once at its lock call, naming
+/// the calls that state no purpose; a correctness purpose stated in the
+/// helper holds its callers to a fencing token, and its store's lack of
+/// consensus is the lock call's own; an ignored reply stands at the call
+/// that drops it; never `unattached-purpose` for an annotation on a
+/// wrapper or its lock call.
+#[test]
+fn each_finding_stands_once_where_the_fix_goes() {
+    project_matches_its_markers("chains", 11);
+    let human = lockaudit(&project("chains"), &["check", "--color", "never", "."]);
+    for expected in [
+        "no annotation on the way from 2 call sites: src/report.rs:3:15 (`\"lock:nightly\"`), \
+         src/worker.rs:14:8 (`\"lock:sweep\"`)",
+        "the other 2 call sites that reach it are annotated",
+        "reached from 4 call sites",
+        "reached from 1 call site: src/billing.rs:4:8 (`\"lock:invoice:7\"`)",
+    ] {
+        let flat = human
+            .stdout
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(flat.contains(expected), "{expected}\n{}", human.stdout);
+    }
+    // The calls through the annotated wrappers carry its purpose.
+    let inv = lockaudit(&project("chains"), &["inventory", "--format", "json", "."]);
+    let inv: serde_json::Value = serde_json::from_str(&inv.stdout).unwrap();
+    let purpose = |file: &str, line: u64| {
+        inv["locks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["path"].as_str().unwrap().ends_with(file) && r["line"] == line)
+            .unwrap_or_else(|| panic!("no {file}:{line} in {inv}"))["purpose"]
+            .clone()
+    };
+    assert_eq!(purpose("src/users.rs", 5), "efficiency");
+    assert_eq!(purpose("src/poller.rs", 3), "efficiency");
+    assert_eq!(purpose("src/billing.rs", 4), "correctness");
+    assert_eq!(purpose("src/report.rs", 3), "missing");
 }
 
 /// Covers #13: a wrapper behind a trait (`impl Locker for RedisLocker`) is
@@ -2225,13 +2327,27 @@ fn inventory_shows_the_wrappers_a_lock_is_taken_through() {
             .find(|r| r.0 == line)
             .unwrap_or_else(|| panic!("{rows:?}"))
     };
-    assert_eq!(row(6).2.as_deref(), Some("locks::acquire_lock"));
-    assert_eq!(row(36).2.as_deref(), Some("Locker::try_take"));
+    assert_eq!(row(8).2.as_deref(), Some("locks::acquire_lock"));
+    assert_eq!(row(38).2.as_deref(), Some("Locker::try_take"));
     assert_eq!(
-        row(68).2.as_deref(),
+        row(70).2.as_deref(),
         Some("service::claim_after → claim_job → locks::acquire_lock")
     );
-    assert_eq!(row(68).1, "redis.set-nx");
+    assert_eq!(row(70).1, "redis.set-nx");
+    // One row per call site: the lock calls inside the called wrappers,
+    // and the calls the wrappers of service.rs hand back, are no rows.
+    let paths: Vec<(&str, u64)> = json["locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["path"].as_str().unwrap(), r["line"].as_u64().unwrap()))
+        .collect();
+    assert!(
+        !paths
+            .iter()
+            .any(|(p, _)| p.ends_with("src/locks.rs") || p.ends_with("src/service.rs")),
+        "{paths:?}"
+    );
     // The owner value a wrapper stores is the argument its caller gives;
     // a release that compares a constant is no owner check.
     let upkeep = |line: u64| {

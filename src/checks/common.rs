@@ -44,15 +44,41 @@ impl<'a> CheckCtx<'a> {
         self.locks.purpose(e.id)
     }
 
-    /// A finding on an event, with its backend, purpose and item filled in.
+    /// A finding on an event, with its backend, purpose and item filled in;
+    /// at a lock call inside a wrapper, the call sites that reach it.
     pub fn finding(&self, check: CheckId, e: &Event, message: impl Into<String>) -> Finding {
         // A release, renewal or read carries the purpose of the lock it
         // belongs to.
-        let purpose = self.purpose(e);
-        Finding::new(check, e.span, message)
+        let purpose = self.held_to(e);
+        let f = Finding::new(check, e.span, message)
             .backend(Some(&e.backend))
             .purpose(purpose)
-            .item(&self.model.fns[e.func].qualified)
+            .item(&self.model.fns[e.func].qualified);
+        match &e.reached {
+            Some(r) => reached_from(f, e, &r.sites, "reached from"),
+            None => f,
+        }
+    }
+
+    /// Whether `e` is a lock call as written (not a call of a wrapper):
+    /// where what the call itself does wrong is reported.
+    pub fn lock_call(&self, e: &Event) -> bool {
+        !e.through_wrapper()
+    }
+
+    /// Whether what is done with `e`'s outcome is judged here: not when a
+    /// wrapper that is called hands it back (its callers use it).
+    pub fn outcome_here(&self, e: &Event) -> bool {
+        !e.relayed
+    }
+
+    /// The purpose a lock call is held to: its own annotation or the
+    /// default, else, inside a wrapper, the strongest its callers state.
+    pub fn held_to(&self, e: &Event) -> Option<Purpose> {
+        self.purpose(e).or_else(|| {
+            let r = e.reached.as_ref()?;
+            r.purposes.iter().max().copied()
+        })
     }
 
     /// Acquisitions of the file, in source order.
@@ -82,6 +108,32 @@ impl<'a> CheckCtx<'a> {
             .filter(|l| l.take != e.id)
             .map(|l| &self.model.events[l.take])
     }
+}
+
+/// Most call sites a finding lists as related locations.
+const MAX_RELATED: usize = 16;
+
+/// A finding at a lock call inside a wrapper names the call sites that
+/// reach it (`sites`): a note, and related locations.
+pub fn reached_from(
+    mut f: Finding,
+    e: &Event,
+    sites: &[crate::model::SiteRef],
+    what: &str,
+) -> Finding {
+    if let Some(note) = crate::model::chains::reached_note(e, sites, what) {
+        f = f.note(note);
+    }
+    f.related = sites
+        .iter()
+        .take(MAX_RELATED)
+        .map(|s| crate::finding::Related {
+            path: s.path.clone(),
+            span: s.span,
+            message: "a call that reaches this lock call".to_string(),
+        })
+        .collect();
+    f
 }
 
 /// How a finding names the call: `set_nx`, `SET … NX`, `PgAdvisoryLock::acquire`.

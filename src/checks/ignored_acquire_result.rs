@@ -25,7 +25,7 @@ pub(super) const INFO: CheckInfo = CheckInfo {
 const HELP: &str = "bind the result and stop when the lock was not won (an empty or false reply, `None`, `Err`); `?` alone only catches a failed call";
 
 fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
-    for e in ctx.takes() {
+    for e in ctx.takes().filter(|e| ctx.outcome_here(e)) {
         let api = ctx.api(e);
         if api.scope == Some(Scope::Transaction) {
             if let Conn::Pool(pool) = connection_of(ctx, e) {

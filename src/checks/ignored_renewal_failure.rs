@@ -22,7 +22,7 @@ const HELP: &str = "check the renewal and stop the protected work when it fails 
 
 fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
     for e in &ctx.model.events {
-        if e.role != Role::Renew {
+        if e.role != Role::Renew || !ctx.outcome_here(e) {
             continue;
         }
         let api = ctx.api(e);

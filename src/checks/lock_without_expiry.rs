@@ -22,7 +22,7 @@ const HELP: &str = "give the lock a time to live in the same call that takes it 
 
 fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
     for e in ctx.takes() {
-        if e.expiry != ExpiryState::Missing {
+        if e.expiry != ExpiryState::Missing || !ctx.lock_call(e) {
             continue;
         }
         let api = ctx.api(e);

@@ -19,8 +19,17 @@ pub(super) const INFO: CheckInfo = CheckInfo {
 const HELP: &str = "say why the lock exists, above this statement: `// lock-purpose: efficiency — <what duplicate work it avoids>` or `// lock-purpose: correctness — <what must happen once>`";
 
 fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
-    for e in ctx.takes() {
+    for e in ctx.takes().filter(|e| ctx.lock_call(e)) {
         if *ctx.lookup(e) != PurposeLookup::None {
+            continue;
+        }
+        // Inside a wrapper: an annotation at every call site that reaches
+        // it (or above the callers' `fn`s) states the purpose.
+        let uncovered = e
+            .reached
+            .as_ref()
+            .map(|r| (r.uncovered.clone(), r.sites.len()));
+        if uncovered.as_ref().is_some_and(|(u, _)| u.is_empty()) {
             continue;
         }
         let api = ctx.api(e);
@@ -46,6 +55,18 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
             ))
             .help(HELP);
         f.purpose_line = Some(e.stmt_line);
+        if let Some((uncovered, all)) = uncovered {
+            // Name only the call sites whose chain states no purpose.
+            f.notes.clear();
+            f = super::common::reached_from(f, e, &uncovered, "no annotation on the way from");
+            if uncovered.len() < all {
+                f = f.note(format!(
+                    "the other {} call sites that reach it are annotated",
+                    all - uncovered.len()
+                ));
+            }
+            f = f.note("an annotation on this statement or above this `fn` covers every call that reaches it; one at a call site covers that call");
+        }
         out.push(f);
     }
 }

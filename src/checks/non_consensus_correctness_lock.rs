@@ -20,7 +20,7 @@ const HELP: &str = "take correctness locks from a store that decides by consensu
 
 fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
     for e in ctx.takes() {
-        if ctx.purpose(e) != Some(Purpose::Correctness) {
+        if !ctx.lock_call(e) || ctx.held_to(e) != Some(Purpose::Correctness) {
             continue;
         }
         let api = ctx.api(e);

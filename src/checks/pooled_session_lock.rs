@@ -34,7 +34,7 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
     let mut reported_keys = Vec::new();
     for e in &ctx.model.events {
         let api = ctx.api(e);
-        if api.scope != Some(Scope::Session) {
+        if api.scope != Some(Scope::Session) || !ctx.lock_call(e) {
             continue;
         }
         let take = matches!(e.role, Role::Acquire | Role::TryAcquire);

@@ -21,7 +21,7 @@ const HELP: &str = "acquire in one atomic step that fails when someone else hold
 
 fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
     for write in &ctx.model.events {
-        if write.role != Role::Write {
+        if write.role != Role::Write || !ctx.lock_call(write) {
             continue;
         }
         // The read of the same key that the write acts on.

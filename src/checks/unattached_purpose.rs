@@ -54,7 +54,7 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
                 attached.insert(*first);
                 attached.insert(*second);
             }
-            PurposeLookup::None => {}
+            PurposeLookup::None | PurposeLookup::Inherited { .. } => {}
         }
     }
     for (i, a) in ctx.directives.annotations.iter().enumerate() {

@@ -42,7 +42,7 @@ struct Unfenced {
 }
 
 fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
-    for a in ctx.takes() {
+    for a in ctx.takes().filter(|a| ctx.outcome_here(a)) {
         if ctx.purpose(a) != Some(Purpose::Correctness) {
             continue;
         }

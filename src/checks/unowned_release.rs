@@ -53,6 +53,11 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
         if !matches!(e.role, Role::Release | Role::Delete) {
             continue;
         }
+        // A call of a wrapper: only the constant owner value it gives the
+        // wrapper is this call's own defect.
+        if !ctx.lock_call(e) && !e.owner_at_call {
+            continue;
+        }
         let api = ctx.api(e);
         if let Some(f) = constant_owner_finding(
             ctx,
@@ -64,7 +69,7 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
             out.push(f);
             continue;
         }
-        if api.owner_checked != Some(false) {
+        if !ctx.lock_call(e) || api.owner_checked != Some(false) {
             continue;
         }
         // A plain DEL is only a release when it deletes a lock.

@@ -28,6 +28,11 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
         if e.role != Role::Renew {
             continue;
         }
+        // A call of a wrapper: only the constant owner value it gives the
+        // wrapper is this call's own defect.
+        if !ctx.lock_call(e) && !e.owner_at_call {
+            continue;
+        }
         let api = ctx.api(e);
         if let Some(f) = constant_owner_finding(
             ctx,
@@ -39,7 +44,7 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
             out.push(f);
             continue;
         }
-        if api.owner_checked != Some(false) {
+        if !ctx.lock_call(e) || api.owner_checked != Some(false) {
             continue;
         }
         // A shape that also extends data (PEXPIRE on any key) counts on a
@@ -82,7 +87,7 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
 /// rewrites the lock record whoever holds it now.
 fn overwrites(ctx: &CheckCtx, out: &mut Vec<Finding>) {
     for e in &ctx.model.events {
-        if e.role != Role::Write {
+        if e.role != Role::Write || !ctx.lock_call(e) {
             continue;
         }
         let Some(key) = &e.key else { continue };

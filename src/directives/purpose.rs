@@ -93,6 +93,11 @@ pub enum PurposeLookup {
         first: usize,
         second: usize,
     },
+    /// Stated in another file, on the wrapper chain the call goes through
+    /// (on its lock call, or above one of its `fn`s).
+    Inherited {
+        purpose: Purpose,
+    },
 }
 
 /// Where an acquisition sits, for the placement rules.

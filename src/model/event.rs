@@ -159,16 +159,116 @@ pub struct Event {
     /// Text of the receiver expression.
     pub receiver: String,
     pub purpose: Option<Purpose>,
-    /// A call of a function of the same file that takes, releases or renews
-    /// a lock and hands the outcome back: the first line of that function
-    /// (an annotation above it covers this call when the call has none).
-    pub wrapper_fn_line: Option<usize>,
+    /// A call of a wrapper of this file (a function that takes, releases or
+    /// renews a lock and hands the outcome back): where each wrapper of the
+    /// chain holds its inner call, nearest first. An annotation on that
+    /// statement or above that `fn` covers this call when it has none of
+    /// its own.
+    pub layers: Vec<Layer>,
+    /// The purpose a wrapper chain defined in another file states (an
+    /// annotation on its lock call or above one of its `fn`s).
+    pub chain_purpose: Option<Purpose>,
+    /// A call of a wrapper: the lock calls it reaches (the innermost
+    /// wrapper of each chain; several for the agreeing implementations of
+    /// a trait).
+    pub targets: Vec<Origin>,
+    /// A call of a wrapper: the wrappers it calls directly.
+    pub direct: Vec<Origin>,
+    /// The function this event is in hands its outcome back (it is a
+    /// wrapper), by the wrapper's key.
+    pub handed_by: Option<String>,
+    /// Handed back by a wrapper that is called: what is done with the
+    /// outcome (its use, the fencing token) is judged at the callers.
+    pub relayed: bool,
+    /// A lock call inside a wrapper that is called: the call sites that
+    /// reach it, where its purpose is stated or missing.
+    pub reached: Option<Box<Reached>>,
+    /// A call of a wrapper whose owner value is this call's argument: a
+    /// constant given here is this caller's choice, reported here.
+    pub owner_at_call: bool,
     /// The wrapper called, as its callers reach it (`locks::acquire_lock`,
     /// `Locker::try_take`), outermost first when one wraps another.
     pub wrapper: Option<String>,
     /// A wrapper on the way hands back only whether the lock was won (a
     /// `bool`, or nothing): the grant's token stays inside it.
     pub token_dropped: bool,
+}
+
+impl Event {
+    /// A call of a wrapper (a function of the crate that reaches a lock
+    /// call): what the lock call itself does wrong is reported at that
+    /// call, inside the wrapper, not here.
+    pub fn through_wrapper(&self) -> bool {
+        self.wrapper.is_some()
+    }
+}
+
+/// Where a wrapper holds its inner call, for the purpose placement rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layer {
+    pub stmt_line: usize,
+    pub last_line: usize,
+    pub fn_line: usize,
+}
+
+/// A wrapper, as a call site names it: its key in the file that defines it
+/// (`None`: the file the event is in).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Origin {
+    pub file: Option<String>,
+    pub key: String,
+}
+
+impl Origin {
+    /// The same wrapper, named from anywhere: a file of `None` is `here`.
+    pub fn resolved(&self, here: &str) -> Origin {
+        Origin {
+            file: Some(self.file.clone().unwrap_or_else(|| here.to_string())),
+            key: self.key.clone(),
+        }
+    }
+}
+
+/// A place in some file of the crate (a call site of a wrapper).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SiteRef {
+    pub path: String,
+    pub span: Span,
+    /// The key as the call site gives it (`"lock:report"`), when it does.
+    pub key: Option<String>,
+}
+
+/// The call sites that reach a lock call inside a wrapper.
+#[derive(Debug, Clone, Default)]
+pub struct Reached {
+    /// Every call site at the end of a chain (the outermost callers).
+    pub sites: Vec<SiteRef>,
+    /// Those whose chain carries no `lock-purpose:` annotation.
+    pub uncovered: Vec<SiteRef>,
+    /// The purposes the annotated chains state.
+    pub purposes: BTreeSet<Purpose>,
+    /// A call site names a lock (`delete_key(con, "lock:report")`): the
+    /// lock-name evidence of a helper whose key is a parameter.
+    pub lockish: bool,
+}
+
+/// What a file says of one call of a wrapper, for the file that defines
+/// the lock call it reaches.
+#[derive(Debug, Clone)]
+pub struct SiteReport {
+    /// The lock calls reached (innermost wrappers), files resolved.
+    pub targets: Vec<Origin>,
+    /// The wrappers called directly, files resolved.
+    pub direct: Vec<Origin>,
+    /// The wrapper of this file that hands the call's outcome back, if
+    /// any: the call is then no end of a chain when that wrapper is called.
+    pub handed_by: Option<String>,
+    pub at: SiteRef,
+    /// An annotation covers the chain from this call.
+    pub covered: bool,
+    /// The purpose it states (or the configured default).
+    pub purpose: Option<Purpose>,
+    pub lockish: bool,
 }
 
 /// A condition that encloses code (`if c {..}`, `match s {..}`).
@@ -310,6 +410,15 @@ pub struct Wrapper {
     /// a call on a receiver declared as `dyn Locker`, `impl Locker` or a
     /// generic bounded by `Locker` reaches it.
     pub via_trait: Option<String>,
+    /// The lock calls its calls reach: its own key, or, for a wrapper of
+    /// another wrapper, that one's targets.
+    pub targets: Vec<Origin>,
+    /// The file that defines it, once offered to the crate (shown path).
+    pub file: Option<String>,
+    /// The purpose its annotations state (on the inner call's statement,
+    /// above its `fn`, or further down the chain), for callers in other
+    /// files.
+    pub purpose: Option<Purpose>,
 }
 
 impl Wrapper {

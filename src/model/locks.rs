@@ -19,7 +19,7 @@ use crate::directives::{Directives, PurposeLookup};
 use crate::finding::Purpose;
 use crate::pack::Role;
 
-use super::{Event, EventId, FileModel};
+use super::{Event, EventId, FileModel, Layer};
 
 /// One acquisition and what belongs to it (event ids, in source order).
 #[derive(Debug, Clone)]
@@ -53,27 +53,17 @@ impl Locks {
         let mut owner = vec![None; model.events.len()];
         for e in model.takes() {
             let f = &model.fns[e.func];
-            let placement = Placement {
-                // The statement that holds the call; a builder continued
-                // from an earlier `let` is annotated where it runs.
-                stmt_line: e.stmt_line,
-                last_line: e.span.end.line.max(e.stmt_line),
-                fn_line: Some(f.first_line),
-            };
-            // A wrapper's call without an annotation of its own takes the
-            // one above the wrapper `fn`.
-            let mut found = lookup(&d.annotations, &d.lexed, &placement);
-            if let (PurposeLookup::None, Some(line)) = (&found, e.wrapper_fn_line) {
-                found = lookup(
-                    &d.annotations,
-                    &d.lexed,
-                    &Placement {
-                        stmt_line: line,
-                        last_line: line,
-                        fn_line: Some(line),
-                    },
-                );
-            }
+            let found = chain_lookup(
+                d,
+                Layer {
+                    // The statement that holds the call; a builder continued
+                    // from an earlier `let` is annotated where it runs.
+                    stmt_line: e.stmt_line,
+                    last_line: e.span.end.line.max(e.stmt_line),
+                    fn_line: f.first_line,
+                },
+                e,
+            );
             owner[e.id.index()] = Some(locks.len());
             locks.push(Lock {
                 take: e.id,
@@ -155,10 +145,37 @@ impl Locks {
     pub fn purpose(&self, event: EventId) -> Option<Purpose> {
         let lock = self.lock_of(event)?;
         match &lock.lookup {
-            PurposeLookup::Found { purpose, .. } => Some(*purpose),
+            PurposeLookup::Found { purpose, .. } | PurposeLookup::Inherited { purpose } => {
+                Some(*purpose)
+            }
             PurposeLookup::None => self.default_purpose,
             _ => None,
         }
+    }
+}
+
+/// The annotation that covers a call at `at`: the nearest on its own
+/// statement or above its `fn`, else on each wrapper of this file the call
+/// goes through, nearest first (the wrapper's inner statement, then the
+/// wrapper `fn`), else the purpose the chain states in another file.
+pub fn chain_lookup(d: &Directives, at: Layer, e: &Event) -> PurposeLookup {
+    for l in std::iter::once(&at).chain(&e.layers) {
+        let found = lookup(
+            &d.annotations,
+            &d.lexed,
+            &Placement {
+                stmt_line: l.stmt_line,
+                last_line: l.last_line,
+                fn_line: Some(l.fn_line),
+            },
+        );
+        if found != PurposeLookup::None {
+            return found;
+        }
+    }
+    match e.chain_purpose {
+        Some(purpose) => PurposeLookup::Inherited { purpose },
+        None => PurposeLookup::None,
     }
 }
 

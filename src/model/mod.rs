@@ -2,6 +2,7 @@
 //! fencing check needs, extracted once per file from the syntax tree and the
 //! rule packs.
 
+pub mod chains;
 pub mod event;
 pub mod extract;
 pub mod keys;

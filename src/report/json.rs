@@ -29,6 +29,18 @@ struct JsonFinding<'a> {
     /// Only when there is an exact fix.
     #[serde(skip_serializing_if = "Option::is_none")]
     fix: Option<JsonFix<'a>>,
+    /// Only at a lock call inside a wrapper: the call sites that reach it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    related: Vec<JsonPlace<'a>>,
+}
+
+/// A place elsewhere a finding is about.
+#[derive(Serialize)]
+struct JsonPlace<'a> {
+    path: &'a str,
+    line: usize,
+    column: usize,
+    message: &'a str,
 }
 
 #[derive(Serialize)]
@@ -87,6 +99,16 @@ pub fn render(findings: &[Finding], summary: &Summary) -> String {
                 fingerprint: &f.fingerprint,
                 suppressed: f.suppressed.is_some(),
                 fix: fix(f),
+                related: f
+                    .related
+                    .iter()
+                    .map(|r| JsonPlace {
+                        path: &r.path,
+                        line: r.span.start.line,
+                        column: r.span.start.column,
+                        message: &r.message,
+                    })
+                    .collect(),
             })
             .collect(),
         summary,

@@ -264,27 +264,49 @@ pub fn render_with_root(findings: &[Finding], summary: &Summary, root: &str) -> 
                     "primaryLocationLineHash": format!("{}:1", f.fingerprint),
                 },
             });
-            if !f.labels.is_empty() {
-                r["relatedLocations"] = Value::Array(
-                    f.labels
+            // The secondary labels of the file, then the places elsewhere
+            // (the call sites that reach a lock call in a wrapper), which
+            // the message links by id so code scanning shows them.
+            let places = f
+                .labels
+                .iter()
+                .map(|l| (f.path.as_str(), l.span, l.message.as_str()))
+                .chain(
+                    f.related
                         .iter()
-                        .enumerate()
-                        .map(|(i, l)| {
-                            let lf = Finding {
-                                span: l.span,
-                                ..f.clone()
-                            };
-                            json!({
-                                "id": i + 1,
-                                "physicalLocation": {
-                                    "artifactLocation": artifact_location(&f.path),
-                                    "region": region(&lf),
-                                },
-                                "message": { "text": capitalise(&l.message) + "." },
-                            })
-                        })
-                        .collect(),
+                        .map(|r| (r.path.as_str(), r.span, r.message.as_str())),
                 );
+            let related: Vec<Value> = places
+                .enumerate()
+                .map(|(i, (path, span, message))| {
+                    let lf = Finding { span, ..f.clone() };
+                    json!({
+                        "id": i + 1,
+                        "physicalLocation": {
+                            "artifactLocation": artifact_location(path),
+                            "region": region(&lf),
+                        },
+                        "message": { "text": capitalise(message) + "." },
+                    })
+                })
+                .collect();
+            if !related.is_empty() {
+                r["relatedLocations"] = Value::Array(related);
+            }
+            if !f.related.is_empty() {
+                let first = f.labels.len() + 1;
+                let links: Vec<String> = (first..first + f.related.len())
+                    .map(|id| format!("[call site]({id})"))
+                    .collect();
+                // With a link in it, a literal bracket is escaped (SARIF
+                // 2.1.0 §3.11.6).
+                let text = r["message"]["text"]
+                    .as_str()
+                    .unwrap_or("")
+                    .replace('[', "\\[")
+                    .replace(']', "\\]");
+                r["message"]["text"] =
+                    Value::String(format!("{text} Reached from: {}.", links.join(", ")));
             }
             if let Some(fix) = &f.fix {
                 r["fixes"] = json!([fix_json(f, fix)]);

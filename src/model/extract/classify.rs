@@ -163,11 +163,11 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                         command = true;
                     }
                 }
-                if !cands.is_empty()
-                    && !command
-                    && !self.cx.in_lock_crate
-                    && self.own_method(chain, i, name)
-                {
+                // A method of a type the file defines is that type's, in a
+                // lock crate's own source too: its layers (`acquire` calling
+                // `try_acquire`) are its own functions, and the lock is
+                // where one of them calls the backend.
+                if !cands.is_empty() && !command && self.own_method(chain, i, name) {
                     continue;
                 }
                 if !cands.is_empty() {
@@ -407,7 +407,14 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             lockish,
             receiver: view.receiver().to_string(),
             purpose: None,
-            wrapper_fn_line: None,
+            layers: Vec::new(),
+            chain_purpose: None,
+            targets: Vec::new(),
+            direct: Vec::new(),
+            handed_by: None,
+            relayed: false,
+            reached: None,
+            owner_at_call: false,
             wrapper: None,
             token_dropped: false,
         }

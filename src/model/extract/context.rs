@@ -40,9 +40,6 @@ pub(super) struct Cx<'a, 'ast> {
     /// The file's type aliases.
     pub aliases: &'ast HashMap<String, String>,
     pub strings: Strings,
-    /// The file is part of a lock client crate's own source: its own types'
-    /// methods are that crate's API.
-    pub in_lock_crate: bool,
     const_sets: RefCell<HashMap<String, Option<SetId>>>,
     /// Texts other files of the crate keep under a name (a constant, a
     /// function's return value).
@@ -109,7 +106,6 @@ impl<'a, 'ast> Cx<'a, 'ast> {
             bounds: &index.bounds,
             aliases: &index.aliases,
             strings,
-            in_lock_crate: own_crate.is_some(),
             const_sets: RefCell::default(),
         }
     }

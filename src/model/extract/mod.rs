@@ -207,7 +207,12 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
         let new_wrappers = found
             .iter()
             .any(|(k, w)| !wrappers.contains_key(k) && calls_name(&model, &w.name));
-        if pass == 3 || !(new_builders || new_strings || new_wrappers) {
+        // Builders and texts settle in three walks; a chain of wrappers of
+        // the file (`run_once` → `acquire_default` → `acquire` →
+        // `try_acquire`) needs one walk a layer, up to MAX_LOCAL_LAYERS.
+        let more = (pass < 3 && (new_builders || new_strings || new_wrappers))
+            || (pass < MAX_LOCAL_LAYERS && new_wrappers);
+        if !more {
             let mut own: Vec<(String, Wrapper)> = found.into_iter().collect();
             own.sort_by(|a, b| a.0.cmp(&b.0));
             if offers_text {
@@ -304,6 +309,11 @@ pub fn field_text_parts(name: &str) -> Option<(&str, &str)> {
     name.split_once('.')
 }
 
+/// Most walks of one file to find the layers of its own wrapper chains
+/// (each walk finds one more layer): deeper chains in one file are
+/// followed this far.
+const MAX_LOCAL_LAYERS: usize = 6;
+
 /// Longest text one name may offer to other files.
 const MAX_EXPORTED_TEXT: usize = 64 * 1024;
 
@@ -389,6 +399,10 @@ fn run<'ast>(
     let wrapper_methods = wrapper_methods(wrappers);
     let mut found: HashMap<String, Option<Wrapper>> = HashMap::new();
     let mut dead = HashSet::new();
+    // Events made only as a wrapper's inner call (a plain delete whose key
+    // is a parameter, the command a function returns unexecuted): kept
+    // once the wrapper is called, where its own defects are reported.
+    let mut inner_only: HashSet<EventId> = HashSet::new();
     let mut returns = HashMap::new();
     for item in fns {
         let f = FnId::of(model.fns.len());
@@ -434,6 +448,7 @@ fn run<'ast>(
         w.body(&item.params, item.body);
         let mut wrapper = passed_on(&w, item);
         let provisional = std::mem::take(&mut w.provisional);
+        inner_only.extend(provisional.iter().copied());
         w.dead.extend(provisional);
         // A function that returns an unexecuted lock command (`->
         // redis::Cmd`) hands it to callers in other files, who run it: a
@@ -456,6 +471,7 @@ fn run<'ast>(
                     .map(|&e| &w.model.events[e])
                     .find(|e| e.role.is_lock_outcome())
                     .map(|e| wrapper_of(e, &[e], item));
+                inner_only.extend(made.iter().copied());
                 w.dead.extend(made);
             }
         }
@@ -483,10 +499,20 @@ fn run<'ast>(
             }
         }
     }
-    // A wrapper called in this file (or, per `called_elsewhere`, in
-    // another file of the crate) is reported where it is called; its own
-    // inner call is not reported again.
-    for key in called.iter().chain(called_elsewhere) {
+    // The calls a wrapper of this file hands back know it. When it is
+    // called (in this file, or, per `called_elsewhere`, in another file of
+    // the crate) they are relayed: their own defects are reported here,
+    // what is done with their outcome where the wrapper is called.
+    let mut keys: Vec<&String> = found
+        .iter()
+        .filter(|(_, w)| w.is_some())
+        .map(|(k, _)| k)
+        .chain(wrappers.iter().filter(|(_, w)| !w.imported).map(|(k, _)| k))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    let mut handed: Vec<(EventId, String, bool)> = Vec::new();
+    for key in keys {
         // This walk's view of the wrapper first: it knows every wrapper
         // the body calls (a recursive call among them).
         let Some(w) = found
@@ -496,21 +522,37 @@ fn run<'ast>(
         else {
             continue;
         };
+        let is_called = called.contains(key) || called_elsewhere.contains(key);
         for f in model.fns.iter().filter(|f| &f.qualified == key) {
             for &e in &f.events {
                 let ev = &model.events[e];
                 let at = ev.span.start.offset;
+                if at == w.inner.span.start.offset || w.handed_back.contains(&at) {
+                    handed.push((e, key.clone(), is_called));
+                    continue;
+                }
                 // The same call seen inside the one handed back (a statement
                 // built in the argument of the call that runs it) is that
                 // call: one site.
                 let inside = ev.api == w.inner.api
                     && at >= w.inner.span.start.offset
                     && ev.span.end.offset <= w.inner.span.end.offset;
-                if at == w.inner.span.start.offset || w.handed_back.contains(&at) || inside {
+                if inside && is_called {
                     dead.insert(e);
                 }
             }
         }
+    }
+    for (e, key, is_called) in handed {
+        if !is_called && inner_only.contains(&e) {
+            continue;
+        }
+        if is_called && inner_only.contains(&e) {
+            dead.remove(&e);
+        }
+        let ev = &mut model.events[e];
+        ev.handed_by = Some(key);
+        ev.relayed = is_called;
     }
     outer_duplicates(&model, &mut dead);
     remove_dead(&mut model, &dead);
@@ -592,7 +634,7 @@ fn wrapper_of(e: &Event, handed: &[&Event], item: &FnItem) -> Wrapper {
         .as_ref()
         .filter(|o| o.constant.is_none())
         .map_or((None, None), |o| value_source(&o.norm, item, false));
-    Wrapper {
+    let mut w = Wrapper {
         name: item.name.clone(),
         inner: e.clone(),
         handed_back: handed.iter().map(|e| e.span.start.offset).collect(),
@@ -612,7 +654,21 @@ fn wrapper_of(e: &Event, handed: &[&Event], item: &FnItem) -> Wrapper {
         module: None,
         flag_only: item.flag_only,
         via_trait: item.trait_name.clone(),
-    }
+        targets: Vec::new(),
+        file: None,
+        purpose: None,
+    };
+    // A wrapper of a wrapper reaches the lock calls its inner call
+    // reaches; any other reaches its own.
+    w.targets = if e.through_wrapper() {
+        e.targets.clone()
+    } else {
+        vec![Origin {
+            file: None,
+            key: w.key(),
+        }]
+    };
+    w
 }
 
 /// Where a value the inner call uses (its key, its owner value) comes

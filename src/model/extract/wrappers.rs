@@ -180,12 +180,38 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 Some(i)
             }
         };
+        // What the call reaches, and through which wrappers: an annotation
+        // of this file's chain covers it by its lines, one of another
+        // file's by the purpose that file found.
+        let direct_of = |w: &crate::model::Wrapper| Origin {
+            file: w.file.clone().filter(|_| w.imported),
+            key: w.key(),
+        };
+        let mut targets = w.targets.clone();
+        let mut direct = vec![direct_of(&w)];
+        let (layers, chain_purpose) = if w.imported {
+            (Vec::new(), w.purpose)
+        } else {
+            let inner = &w.inner;
+            let mut layers = vec![Layer {
+                stmt_line: inner.stmt_line,
+                last_line: inner.span.end.line.max(inner.stmt_line),
+                fn_line: w.fn_line,
+            }];
+            layers.extend(inner.layers.iter().copied());
+            (layers, inner.chain_purpose)
+        };
         // Several implementations that agree: the call is the trait's, and
-        // each of them is called (none reports its inner call).
+        // each of them is called (each lock call is reached from here).
         if via.is_some() {
             for k in self.wrapper_methods.get(&w.name).into_iter().flatten() {
-                if self.wrappers[k].via_trait == via {
+                let other = &self.wrappers[k];
+                if other.via_trait == via {
                     self.wrappers_called.insert(k.clone());
+                    if k != &name {
+                        targets.extend(other.targets.iter().cloned());
+                        direct.push(direct_of(other));
+                    }
                 }
             }
             w.owner = via;
@@ -225,6 +251,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         }
         // The owner value, where the wrapper takes it from its caller.
         let owner_arg = w.owner_param.and_then(arg_of).and_then(|i| args.get(i));
+        ev.owner_at_call = owner_arg.is_some();
         if let Some(a) = owner_arg {
             ev.owner = Some(self.owner_value(a));
         } else if let (Some(field), Some(r)) = (&w.owner_field, receiver.filter(|_| w.method)) {
@@ -274,7 +301,13 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         ev.mentions = ev.arg_mentions.clone();
         ev.mentions.extend(mentions(chain.root_expr));
         ev.receiver = keys::compact(chain.root_expr);
-        ev.wrapper_fn_line = Some(w.fn_line);
+        ev.layers = layers;
+        ev.chain_purpose = chain_purpose;
+        ev.targets = targets;
+        ev.direct = direct;
+        ev.handed_by = None;
+        ev.relayed = false;
+        ev.reached = None;
         ev.token_dropped = ev.token_dropped || w.flag_only;
         // Named as defined, whatever name the file imports it under.
         let own = &w.name;
