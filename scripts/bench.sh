@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The benchmark: `lockaudit check` on the whole pinned corpus next to two
-# floors measured in the same run by examples/floor.rs:
-#   (a) walk + read every .rs file,
-#   (b) walk + read + syn::parse_file, on the same threads.
-# Then: lockaudit and (b) on just the files the pre-filter lets through,
-# time on the corpus 1x, 2x and 4x (copies), and --jobs 1 against all
-# cores. Wall time is the median of RUNS runs, peak RSS the largest, both
-# from /usr/bin/time.
+# The benchmark: `lockaudit check` on a corpus, paired with the parse floor
+# (../shared/synfloor: walk + read + syn::parse_file with span locations,
+# on the same threads, system allocator, span map freed per file). The
+# floor and lockaudit run alternately (A B A B …, RUNS rounds) in one
+# session, so both see the same machine; CPU seconds (user + sys) and wall
+# seconds are the medians, peak RSS the largest, all from /usr/bin/time.
+# Then: the files the pre-filter lets through (floor and lockaudit on just
+# those), time on the corpus 1x, 2x and 4x, and --jobs 1 against --jobs N.
 #
 #   scripts/bench.sh [CORPUS]      (default: /tmp/lock-corpus)
 #   scripts/bench.sh /tmp/app-corpus
@@ -15,8 +15,9 @@
 # manifest in ../shared/bench-corpus (that needs the crate registry); the
 # application corpus is built by ../shared/app-corpus/make-app-corpus.sh
 # from snapshots of the repositories it names. Environment: RUNS (default
-# 3), JOBS (default: all cores), WORST=1 to end with `floor worst`: the
-# files that cost most per parse millisecond and the most heap.
+# 3), JOBS (default: all cores), WORST=1 to end with `floor worst` (the
+# files that cost most per parse millisecond and the most heap; that mode
+# counts allocations, so it is never the floor).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,103 +36,112 @@ if [ ! -d "$CORPUS" ]; then
 fi
 command -v /usr/bin/time >/dev/null || { echo "needs /usr/bin/time (Debian package: time)" >&2; exit 2; }
 
+SYNFLOOR_DIR=../shared/synfloor
+[ -f "$SYNFLOOR_DIR/Cargo.toml" ] || { echo "needs the parse floor in $SYNFLOOR_DIR" >&2; exit 2; }
 cargo build --profile profiling --quiet --bin lockaudit --example floor
+# shared/ is read-only: the floor builds into this tree's target/.
+cargo build --release --quiet --manifest-path "$SYNFLOOR_DIR/Cargo.toml" --target-dir target/synfloor
 BIN=target/profiling/lockaudit
 FLOOR=target/profiling/examples/floor
+SYNFLOOR=target/synfloor/release/synfloor
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
-# measure NAME CMD...: sets WALL_<NAME> (median seconds) and RSS_<NAME> (max KB).
-measure() {
+# once NAME CMD...: one timed run, appended to NAME's samples.
+once() {
     local name=$1
     shift
-    local walls=() rss=0
-    for _ in $(seq "$RUNS"); do
-        /usr/bin/time -f "%e %M" -o "$WORK/time" "$@" >/dev/null 2>"$WORK/stderr" || {
-            local code=$?
-            # lockaudit exits 1 when it has findings; anything else is a failure.
-            if [ "$code" -ne 1 ] || [[ $1 != "$BIN" ]]; then
-                cat "$WORK/stderr" >&2
-                exit "$code"
-            fi
-        }
-        read -r w m <"$WORK/time"
-        walls+=("$w")
-        if ((m > rss)); then rss=$m; fi
-    done
-    local median
-    median=$(printf '%s\n' "${walls[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-    printf -v "WALL_$name" '%s' "$median"
-    printf -v "RSS_$name" '%s' "$rss"
+    /usr/bin/time -f "%e %U %S %M" -o "$WORK/time" "$@" >/dev/null 2>"$WORK/stderr" || {
+        local code=$?
+        # lockaudit exits 1 when it has findings; anything else is a failure.
+        if [ "$code" -ne 1 ] || [[ $1 != "$BIN" ]]; then
+            cat "$WORK/stderr" >&2
+            exit "$code"
+        fi
+    }
+    read -r w u s m <"$WORK/time"
+    echo "$w" >>"$WORK/$name.wall"
+    awk -v u="$u" -v s="$s" 'BEGIN { print u + s }' >>"$WORK/$name.cpu"
+    echo "$m" >>"$WORK/$name.rss"
 }
-
+median() { sort -n "$1" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+wall() { median "$WORK/$1.wall"; }
+cpu() { median "$WORK/$1.cpu"; }
+rss() { sort -n "$WORK/$1.rss" | tail -n 1; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 mb() { awk -v k="$1" 'BEGIN { printf "%.0f", k / 1024 }'; }
 
-# Corpus size, from the read floor.
-"$FLOOR" read --jobs "$JOBS" "$CORPUS" 2>"$WORK/size"
-FILES=$(awk '{print $2}' "$WORK/size")
-MBYTES=$(awk '{print $4}' "$WORK/size")
-LINES=$(find "$CORPUS" -name '*.rs' -type f -print0 | xargs -0 cat | wc -l)
+export SYNFLOOR_INVALIDATE=1
+"$SYNFLOOR" read "$CORPUS" "$JOBS" >"$WORK/size"
+FILES=$(sed -E 's/.* files=([0-9]+).*/\1/' "$WORK/size")
+MBYTES=$(sed -E 's/.* bytes=([0-9]+).*/\1/' "$WORK/size" | awk '{ printf "%.0f", $1 / 1048576 }')
+LINES=$(sed -E 's/.* lines=([0-9]+).*/\1/' "$WORK/size")
 
 CHECK=("$BIN" check --fail-on never --format json --jobs "$JOBS")
-measure read "$FLOOR" read --jobs "$JOBS" "$CORPUS"
-measure parse "$FLOOR" parse --jobs "$JOBS" "$CORPUS"
-measure check "${CHECK[@]}" "$CORPUS"
+# Paired rounds: floor, lockaudit, lockaudit without the pre-filter.
+for _ in $(seq "$RUNS"); do
+    once floor "$SYNFLOOR" parse "$CORPUS" "$JOBS"
+    once check "${CHECK[@]}" "$CORPUS"
+    once nopre "${CHECK[@]}" --no-prefilter "$CORPUS"
+done
 
-# Only the files the pre-filter lets through: what a parsed file costs.
+# Only the files the pre-filter lets through (hard links in a tree of
+# their own): what a parsed file costs against its parse.
 "$FLOOR" admitted "$CORPUS" >"$WORK/admitted" 2>"$WORK/admitted.note"
 ADMITTED=$(wc -l <"$WORK/admitted")
-mapfile -t ADMITTED_FILES <"$WORK/admitted"
-measure parse_admitted "$FLOOR" parse --jobs "$JOBS" --files "$WORK/admitted"
-measure check_admitted "${CHECK[@]}" --no-prefilter "${ADMITTED_FILES[@]}"
-measure check_all_parsed "${CHECK[@]}" --no-prefilter "$CORPUS"
+i=0
+while IFS= read -r f; do
+    i=$((i + 1))
+    mkdir -p "$WORK/admitted.d/$i"
+    ln "$f" "$WORK/admitted.d/$i/" 2>/dev/null || cp "$f" "$WORK/admitted.d/$i/"
+done <"$WORK/admitted"
+mkdir -p "$WORK/admitted.d"
+for _ in $(seq "$RUNS"); do
+    once floor_admitted "$SYNFLOOR" parse "$WORK/admitted.d" "$JOBS"
+    once check_admitted "${CHECK[@]}" --no-prefilter "$WORK/admitted.d"
+done
 
 # Linearity: the corpus once, twice and four times (copies made of hard
 # links, so they cost no disk), audited in one run each.
 for k in 2 3 4; do
     cp -al "$CORPUS" "$WORK/copy$k" 2>/dev/null || cp -r "$CORPUS" "$WORK/copy$k"
 done
-measure x1 "${CHECK[@]}" "$CORPUS"
-measure x2 "${CHECK[@]}" "$CORPUS" "$WORK/copy2"
-measure x4 "${CHECK[@]}" "$CORPUS" "$WORK/copy2" "$WORK/copy3" "$WORK/copy4"
-
-measure jobs1 "$BIN" check --fail-on never --format json --jobs 1 "$CORPUS"
+once x1 "${CHECK[@]}" "$CORPUS"
+once x2 "${CHECK[@]}" "$CORPUS" "$WORK/copy2"
+once x4 "${CHECK[@]}" "$CORPUS" "$WORK/copy2" "$WORK/copy3" "$WORK/copy4"
+once jobs1 "$BIN" check --fail-on never --format json --jobs 1 "$CORPUS"
 
 CORES=$(nproc)
 echo
 echo "lockaudit benchmark: $FILES files, $MBYTES MB, $LINES lines of Rust in $CORPUS"
-echo "$CORES cores, --jobs $JOBS, median of $RUNS runs, $(date -u +%Y-%m-%d)"
+echo "$CORES cores, --jobs $JOBS, $RUNS paired rounds (floor, check, check --no-prefilter), medians, $(date -u +%Y-%m-%d)"
 echo
-echo "| run | wall (s) | files/s | MB/s | peak RSS (MB) | vs (a) read | vs (b) parse |"
+echo "| run | CPU (s) | wall (s) | peak RSS (MB) | CPU vs floor | wall vs floor | RSS vs floor |"
 echo "|---|---:|---:|---:|---:|---:|---:|"
 row() {
-    local label=$1 wall=$2 rss=$3
-    printf '| %s | %s | %.0f | %.1f | %s | %s | %s |\n' "$label" "$wall" \
-        "$(awk -v f="$FILES" -v w="$wall" 'BEGIN {print f / w}')" \
-        "$(awk -v m="$MBYTES" -v w="$wall" 'BEGIN {print m / w}')" \
-        "$(mb "$rss")" "$(ratio "$wall" "$WALL_read")" "$(ratio "$wall" "$WALL_parse")"
+    local label=$1 name=$2 base=$3
+    printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$label" "$(cpu "$name")" "$(wall "$name")" \
+        "$(mb "$(rss "$name")")" "$(ratio "$(cpu "$name")" "$(cpu "$base")")" \
+        "$(ratio "$(wall "$name")" "$(wall "$base")")" "$(ratio "$(rss "$name")" "$(rss "$base")")"
 }
-row "(a) walk + read" "$WALL_read" "$RSS_read"
-row "(b) walk + read + syn parse" "$WALL_parse" "$RSS_parse"
-row "**lockaudit check**" "$WALL_check" "$RSS_check"
-row "lockaudit check --no-prefilter" "$WALL_check_all_parsed" "$RSS_check_all_parsed"
+row "parse floor (synfloor)" floor floor
+row "**lockaudit check**" check floor
+row "lockaudit check --no-prefilter" nopre floor
+row "parse floor, admitted files only" floor_admitted floor_admitted
+row "lockaudit, admitted files only" check_admitted floor_admitted
 echo
-echo "Pre-filter: $(cat "$WORK/admitted.note"). On those files alone:"
-echo "parse floor $WALL_parse_admitted s, lockaudit $WALL_check_admitted s:" \
-    "$(ratio "$WALL_check_admitted" "$WALL_parse_admitted")x the parse cost."
-echo "Without the pre-filter, the whole corpus: $(ratio "$WALL_check_all_parsed" "$WALL_parse")x the parse floor."
+echo "Pre-filter: $(cat "$WORK/admitted.note") ($ADMITTED files)."
+echo "The floor's CPU is $(ratio "$(cpu floor)" "$(wall floor)")x its wall time on $JOBS threads (about $JOBS when it scales)."
 echo
-echo "| corpus | MB | wall (s) | ms per MB |"
-echo "|---|---:|---:|---:|"
+echo "| corpus | MB | wall (s) | CPU (s) | ms CPU per MB |"
+echo "|---|---:|---:|---:|---:|"
 for q in 1 2 4; do
-    w=WALL_x$q
     m=$(awk -v m="$MBYTES" -v q="$q" 'BEGIN {print m * q}')
-    printf '| %sx | %s | %s | %.1f |\n' "$q" "$m" "${!w}" \
-        "$(awk -v w="${!w}" -v m="$m" 'BEGIN {print w * 1000 / m}')"
+    printf '| %sx | %s | %s | %s | %.1f |\n' "$q" "$m" "$(wall "x$q")" "$(cpu "x$q")" \
+        "$(awk -v c="$(cpu "x$q")" -v m="$m" 'BEGIN {print c * 1000 / m}')"
 done
 echo
-echo "--jobs 1: $WALL_jobs1 s; --jobs $JOBS: $WALL_check s ($(ratio "$WALL_jobs1" "$WALL_check")x faster)."
+echo "--jobs 1: $(wall jobs1) s wall; --jobs $JOBS: $(wall check) s ($(ratio "$(wall jobs1)" "$(wall check)")x faster)."
 
 if [ "${WORST:-0}" = 1 ]; then
     echo
