@@ -9,8 +9,9 @@
 //! 1. every other file of the crate that calls such a wrapper by name
 //!    (`acquire_lock(`, `locks::acquire_lock(`, `.acquire_lock(`) is audited
 //!    again, knowing the crate's wrappers: each call is a lock site there,
-//!    reported where the user acts (missing annotation, ignored result, no
-//!    expiry, release without owner check). A name defined by two files of
+//!    where what it does with the outcome is judged (an ignored result, a
+//!    missing fencing token) and where an annotation covers it. A name
+//!    defined by two files of
 //!    the crate is ambiguous and followed nowhere; a method is followed only
 //!    on a receiver whose declared type is the wrapper's own type, or a
 //!    trait object, `impl Trait` or generic bounded by the trait it
@@ -22,7 +23,10 @@
 //!    stores in a struct field is offered as `Type.field`, to the files
 //!    that name both;
 //! 2. the files that define wrappers called elsewhere are audited again,
-//!    so that the wrapper's inner call is not reported a second time;
+//!    knowing which of their wrappers are called and the outermost calls
+//!    of other files that reach each lock call ([`SiteReport`]s): the lock
+//!    call's own defects and a missing purpose are reported there, once,
+//!    naming those calls ([`crate::model::chains`]);
 //! 3. the files whose fencing check asked for functions of other files
 //!    ([`crate::model::resolve::FnIndex`]) are audited again, knowing them.
 //!

@@ -260,6 +260,7 @@ impl Engine<'_> {
             return self.finish(&src, vec![f], None);
         }
         let mut model = model;
+        crate::model::chains::settle_built(&mut model);
         let locks = Locks::build(&model, &directives, self.settings.default_purpose);
         crate::model::chains::wrapper_purposes(&mut model, &directives);
         let sites = crate::model::chains::site_reports(&model, &locks, &src.path);
@@ -287,6 +288,7 @@ impl Engine<'_> {
                 }
             }
         }
+        checks::merge_same_place(&mut findings);
         crate::fix::attach(&ctx, &file, &mut findings);
         drop(file);
         if let Some(purpose) = self.settings.default_purpose {

@@ -54,10 +54,29 @@ impl<'a> CheckCtx<'a> {
             .backend(Some(&e.backend))
             .purpose(purpose)
             .item(&self.model.fns[e.func].qualified);
-        match &e.reached {
+        let mut f = match &e.reached {
             Some(r) => reached_from(f, e, &r.sites, "reached from"),
             None => f,
+        };
+        // A command a function of the file builds: what the command itself
+        // does wrong stands where it is built, once for all its runs.
+        if let Some(b) = e.built_in.as_ref().filter(|b| b.fn_line > 0) {
+            if at_lock_call(check) {
+                f.related.push(crate::finding::Related {
+                    path: self.src.path.clone(),
+                    span: e.span,
+                    message: "the command runs here".to_string(),
+                });
+                f = f.note(format!(
+                    "the command is built here and runs at line {}",
+                    e.span.start.line
+                ));
+                f.span = b.span;
+                f.labels.clear();
+                f.item = b.item.clone();
+            }
         }
+        f
     }
 
     /// Whether `e` is a lock call as written (not a call of a wrapper):
@@ -108,6 +127,53 @@ impl<'a> CheckCtx<'a> {
             .filter(|l| l.take != e.id)
             .map(|l| &self.model.events[l.take])
     }
+}
+
+/// The checks about what a lock call itself does: reported at the call as
+/// written (inside a wrapper, where a command is built).
+pub fn at_lock_call(check: CheckId) -> bool {
+    matches!(
+        check,
+        CheckId::MissingPurpose
+            | CheckId::ReadThenWriteAcquire
+            | CheckId::UnownedRelease
+            | CheckId::UnownedRenewal
+            | CheckId::LockWithoutExpiry
+            | CheckId::PooledSessionLock
+            | CheckId::NonConsensusCorrectnessLock
+    )
+}
+
+/// Findings of one check at one place are one finding: the runs of a
+/// command built in one function (their call sites kept as related
+/// locations).
+pub fn merge_same_place(findings: &mut Vec<Finding>) {
+    let mut seen: std::collections::HashMap<(CheckId, usize, usize), usize> =
+        std::collections::HashMap::new();
+    let mut out: Vec<Finding> = Vec::with_capacity(findings.len());
+    for f in findings.drain(..) {
+        let at = (f.check, f.span.start.offset, f.span.end.offset);
+        match seen.get(&at) {
+            Some(&i) if !f.related.is_empty() && !out[i].related.is_empty() => {
+                let kept = &mut out[i];
+                for r in f.related {
+                    if !kept.related.contains(&r) {
+                        kept.related.push(r);
+                    }
+                }
+                for n in f.notes {
+                    if !kept.notes.contains(&n) {
+                        kept.notes.push(n);
+                    }
+                }
+            }
+            _ => {
+                seen.insert(at, out.len());
+                out.push(f);
+            }
+        }
+    }
+    *findings = out;
 }
 
 /// Most call sites a finding lists as related locations.

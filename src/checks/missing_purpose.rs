@@ -54,7 +54,13 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
                 e.backend
             ))
             .help(HELP);
-        f.purpose_line = Some(e.stmt_line);
+        // The annotation goes above the statement the finding is on.
+        f.purpose_line = Some(
+            e.built_in
+                .as_ref()
+                .filter(|b| b.fn_line > 0)
+                .map_or(e.stmt_line, |b| b.stmt_line),
+        );
         if let Some((uncovered, all)) = uncovered {
             // Name only the call sites whose chain states no purpose.
             f.notes.clear();

@@ -20,7 +20,9 @@ mod unowned_release;
 mod unowned_renewal;
 mod unused_suppression;
 
-pub use common::{connection_of, constant_owner, help_for, key_display, CheckCtx, Conn};
+pub use common::{
+    connection_of, constant_owner, help_for, key_display, merge_same_place, CheckCtx, Conn,
+};
 
 use crate::finding::{Finding, Severity};
 

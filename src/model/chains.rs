@@ -24,6 +24,37 @@ use crate::pack::Role;
 use super::locks::{chain_lookup, Locks};
 use super::{Event, FileModel, Layer, Origin, Reached, SiteRef, SiteReport};
 
+/// A command built by a function of the file and run elsewhere in it: the
+/// builder function's line and name, and its statement and `fn` as a place
+/// whose annotation covers the run.
+pub fn settle_built(model: &mut FileModel) {
+    let fns: HashMap<&str, (usize, &str)> = model
+        .fns
+        .iter()
+        .rev()
+        .map(|f| (f.name.as_str(), (f.first_line, f.qualified.as_str())))
+        .collect();
+    let mut found = Vec::new();
+    for (i, e) in model.events.iter().enumerate() {
+        let Some(b) = &e.built_in else { continue };
+        if let Some(&(line, item)) = fns.get(b.item.as_str()) {
+            found.push((i, line, item.to_string()));
+        }
+    }
+    for (i, line, item) in found {
+        let e = &mut model.events[i];
+        if let Some(b) = e.built_in.as_mut() {
+            b.fn_line = line;
+            b.item = item;
+            e.layers.push(Layer {
+                stmt_line: b.stmt_line,
+                last_line: b.stmt_line,
+                fn_line: line,
+            });
+        }
+    }
+}
+
 /// The purpose each wrapper of the file states for its callers in other
 /// files: the annotation on its inner call's statement or above its `fn`,
 /// else one further down its chain.

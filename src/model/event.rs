@@ -183,6 +183,10 @@ pub struct Event {
     /// A lock call inside a wrapper that is called: the call sites that
     /// reach it, where its purpose is stated or missing.
     pub reached: Option<Box<Reached>>,
+    /// A command a function of this file builds and this call runs
+    /// (`acquire_lock_command(key).query(con)`): where it is built, which
+    /// is where the command's own defects are reported.
+    pub built_in: Option<Built>,
     /// A call of a wrapper whose owner value is this call's argument: a
     /// constant given here is this caller's choice, reported here.
     pub owner_at_call: bool,
@@ -201,6 +205,17 @@ impl Event {
     pub fn through_wrapper(&self) -> bool {
         self.wrapper.is_some()
     }
+}
+
+/// Where a command was built, in a function of the file that returns it
+/// unexecuted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Built {
+    pub span: Span,
+    /// The builder function (`Type::name` for a method).
+    pub item: String,
+    pub stmt_line: usize,
+    pub fn_line: usize,
 }
 
 /// Where a wrapper holds its inner call, for the purpose placement rules.

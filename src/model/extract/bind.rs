@@ -238,6 +238,12 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             }
             _ => None,
         };
+        let built_by = match (&c.root, from_local, from_fn) {
+            (Root::Call { path, .. }, None, Some(_)) => {
+                path.segments.last().map(|s| s.ident.to_string())
+            }
+            _ => None,
+        };
         let Some(b) = from_local.or(from_fn) else {
             return c;
         };
@@ -251,6 +257,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             inherited: c.inherited,
             resolved: true,
             var: c.var,
+            built_by,
         }
     }
 }

@@ -109,6 +109,9 @@ pub(super) struct Chain<'ast> {
     pub resolved: bool,
     /// The variable the chain starts from, if any.
     pub var: Option<String>,
+    /// The function of this file that built the command this chain runs
+    /// (`acquire_lock_command(key).query(con)`), when it did.
+    pub built_by: Option<String>,
 }
 
 impl<'ast> Chain<'ast> {
@@ -268,6 +271,7 @@ pub(super) fn flatten<'ast>(
         inherited: 0,
         resolved: false,
         var,
+        built_by: None,
     }
 }
 

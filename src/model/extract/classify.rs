@@ -360,6 +360,25 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             end: end_pos,
         };
         let chain_span = facts.span;
+        // A command a function of this file built: its own defects are
+        // reported where it is built (the function and its line are
+        // filled in once the file's functions are known).
+        let built_in = chain
+            .built_by
+            .as_ref()
+            .filter(|_| inherited_anchor)
+            .map(|name| {
+                let at = src.span_of(start_span(chain.root_expr)).start;
+                Built {
+                    span: Span {
+                        start: at,
+                        end: src.span_of(super::syntax::end_span(chain.root_expr)).end,
+                    },
+                    item: name.clone(),
+                    stmt_line: at.line,
+                    fn_line: 0,
+                }
+            });
         let key = view.key(api);
         let owner = view.owner(api);
         let binding = match use_ {
@@ -414,6 +433,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             handed_by: None,
             relayed: false,
             reached: None,
+            built_in,
             owner_at_call: false,
             wrapper: None,
             token_dropped: false,

@@ -464,6 +464,7 @@ fn run<'ast>(
                     inherited: 0,
                     resolved: false,
                     var: None,
+                    built_by: None,
                 };
                 let made = w.classify(&chain, chain.root_expr, &result_use::Use::Value);
                 wrapper = made
