@@ -17,7 +17,8 @@
 # from snapshots of the repositories it names. Environment: RUNS (default
 # 3), JOBS (default: all cores), WORST=1 to end with `floor worst` (the
 # files that cost most per parse millisecond and the most heap; that mode
-# counts allocations, so it is never the floor).
+# counts allocations, so it is never the floor). SYNFLOOR_DIR overrides where
+# the floor's sources are (default ../shared/synfloor).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,7 +37,7 @@ if [ ! -d "$CORPUS" ]; then
 fi
 command -v /usr/bin/time >/dev/null || { echo "needs /usr/bin/time (Debian package: time)" >&2; exit 2; }
 
-SYNFLOOR_DIR=../shared/synfloor
+SYNFLOOR_DIR=${SYNFLOOR_DIR:-../shared/synfloor}
 [ -f "$SYNFLOOR_DIR/Cargo.toml" ] || { echo "needs the parse floor in $SYNFLOOR_DIR" >&2; exit 2; }
 cargo build --profile profiling --quiet --bin lockaudit --example floor
 # shared/ is read-only: the floor builds into this tree's target/.

@@ -2243,7 +2243,7 @@ fn wrappers_in_other_files_of_the_crate_are_lock_sites() {
 /// wrapper or its lock call.
 #[test]
 fn each_finding_stands_once_where_the_fix_goes() {
-    project_matches_its_markers("chains", 11);
+    project_matches_its_markers("chains", 13);
     let human = lockaudit(&project("chains"), &["check", "--color", "never", "."]);
     for expected in [
         "no annotation on the way from 2 call sites: src/report.rs:3:15 (`\"lock:nightly\"`), \

@@ -35,6 +35,9 @@ pub(super) struct FnItem<'ast> {
     pub params: Vec<(String, Option<String>)>,
     /// The declared return type (`-> redis::Cmd`).
     pub ret: Option<String>,
+    /// The declared return type can say "nothing" (`Option<..>` at any
+    /// depth: `Result<Option<Guard>, _>`).
+    pub returns_option: bool,
     /// It returns a `bool` or nothing (also inside `Result`/`Option`).
     pub flag_only: bool,
     /// It returns nothing at all (no return type, or `()`): it hands no
@@ -197,6 +200,13 @@ fn ret(sig: &syn::Signature) -> Option<String> {
 
 /// Whether a function returns only a success flag: nothing, `bool`, or
 /// either inside a `Result` or an `Option`.
+fn returns_option(sig: &syn::Signature) -> bool {
+    match &sig.output {
+        syn::ReturnType::Default => false,
+        syn::ReturnType::Type(_, t) => keys::compact(&**t).contains("Option<"),
+    }
+}
+
 fn returns_nothing(sig: &syn::Signature) -> bool {
     match &sig.output {
         syn::ReturnType::Default => true,
@@ -278,6 +288,7 @@ impl<'ast> Visit<'ast> for Index<'ast> {
             first_line: first_line(&i.attrs, &i.sig, vis),
             params: params(&i.sig, None),
             ret: ret(&i.sig),
+            returns_option: returns_option(&i.sig),
             flag_only: flag_only(&i.sig),
             returns_nothing: returns_nothing(&i.sig),
             unit_layers: unit_layers(&i.sig),
@@ -330,6 +341,7 @@ impl<'ast> Visit<'ast> for Index<'ast> {
             first_line: first_line(&i.attrs, &i.sig, vis),
             params: params(&i.sig, Some(&ty)),
             ret: ret(&i.sig),
+            returns_option: returns_option(&i.sig),
             flag_only: flag_only(&i.sig),
             returns_nothing: returns_nothing(&i.sig),
             unit_layers: unit_layers(&i.sig),
@@ -359,6 +371,7 @@ impl<'ast> Visit<'ast> for Index<'ast> {
                 first_line: first_line(&i.attrs, &i.sig, None),
                 params: params(&i.sig, Some(&ty)),
                 ret: ret(&i.sig),
+                returns_option: returns_option(&i.sig),
                 flag_only: flag_only(&i.sig),
                 returns_nothing: returns_nothing(&i.sig),
                 unit_layers: unit_layers(&i.sig),

@@ -93,6 +93,7 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
                 first_line: r.line,
                 params: Vec::new(),
                 ret: None,
+                returns_option: false,
                 flag_only: false,
                 returns_nothing: false,
                 unit_layers: None,
@@ -442,6 +443,7 @@ fn run<'ast>(
             wrappers_called: &mut called,
             returned_exprs: Vec::new(),
             returned_events: Vec::new(),
+            returned_guards: Vec::new(),
             params: item.params.iter().map(|(n, _)| n.clone()).collect(),
             provisional: Vec::new(),
         };
@@ -607,6 +609,40 @@ fn passed_on(w: &Walker, item: &FnItem) -> Option<Wrapper> {
         }
         names
     };
+    // A returned value that holds the call (`match lock(..) { Ok(l) =>
+    // Some(l), Err(_) => None }` as the tail).
+    let spans: Vec<crate::source::Span> = w
+        .returned_exprs
+        .iter()
+        .map(|r| syntax::expr_span(w.cx.src, r))
+        .collect();
+    let inside_returned = |e: &Event| {
+        spans
+            .iter()
+            .any(|s| s.start.offset <= e.span.start.offset && e.span.end.offset <= s.end.offset)
+    };
+    // A "not won" value returned under a condition on the outcome (`if
+    // won.is_none() { return Ok(None); } … Ok(Some(Lock { .. }))`): which
+    // value comes back says whether the lock was won.
+    // Only a function that can hand back "nothing" (`-> Option<Lock>`,
+    // `-> Result<Option<Guard>, _>`): one returning `false` early and `true`
+    // after its own work consumed the lock itself.
+    let optional = item.returns_option;
+    let decides_return = |e: &Event| {
+        optional
+            && matches!(e.role, Role::Acquire | Role::TryAcquire)
+            && w.returned_exprs
+                .iter()
+                .zip(&w.returned_guards)
+                .any(|(r, gs)| {
+                    syntax::says_not_won(r)
+                        && gs.iter().any(|&g| {
+                            let guard = &f.guards[g];
+                            guard.events.contains(&e.id)
+                                || derived(e).iter().any(|b| guard.mentions.contains(b))
+                        })
+                })
+    };
     let handed: Vec<&Event> = f
         .events
         .iter()
@@ -614,7 +650,9 @@ fn passed_on(w: &Walker, item: &FnItem) -> Option<Wrapper> {
         .filter(|e| {
             (e.role.is_lock_outcome() || e.role == Role::Read)
                 && (w.returned_events.contains(&e.id)
-                    || derived(e).iter().any(|b| returned_mentions.contains(b)))
+                    || derived(e).iter().any(|b| returned_mentions.contains(b))
+                    || inside_returned(e)
+                    || decides_return(e))
         })
         .collect();
     let e = *handed.first()?;

@@ -117,6 +117,26 @@ pub(super) fn end_span(e: &Expr) -> proc_macro2::Span {
 }
 
 /// An expression's span, from [`start_span`] to [`end_span`].
+/// A value that says "not won": `None`, `false`, `Ok(None)`, `Ok(false)`,
+/// `Err(..)`.
+pub(super) fn says_not_won(e: &Expr) -> bool {
+    match e {
+        Expr::Paren(p) => says_not_won(&p.expr),
+        Expr::Group(g) => says_not_won(&g.expr),
+        Expr::Return(r) => r.expr.as_deref().is_some_and(says_not_won),
+        Expr::Path(p) => p.path.is_ident("None"),
+        Expr::Lit(l) => matches!(&l.lit, syn::Lit::Bool(b) if !b.value),
+        Expr::Call(c) => match &*c.func {
+            Expr::Path(p) if p.path.is_ident("Err") => true,
+            Expr::Path(p) if p.path.is_ident("Ok") || p.path.is_ident("Some") => {
+                c.args.len() == 1 && p.path.is_ident("Ok") && says_not_won(&c.args[0])
+            }
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
 pub(super) fn expr_span(src: &SourceFile, e: &Expr) -> Span {
     Span {
         start: src.span_of(start_span(e)).start,

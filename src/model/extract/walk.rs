@@ -58,6 +58,9 @@ pub(super) struct Walker<'a, 'c, 'ast> {
     pub returned_exprs: Vec<&'ast Expr>,
     /// Events made on a value this function hands back.
     pub returned_events: Vec<EventId>,
+    /// The conditions around each of `returned_exprs` (`if !won { return
+    /// Ok(None); }`).
+    pub returned_guards: Vec<Vec<GuardId>>,
     /// Parameter names of the function being walked.
     pub params: Vec<String>,
     /// Events matched only because their key is a parameter (see
@@ -157,6 +160,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         let events = std::mem::take(&mut self.let_events);
         (self.let_init, self.let_events) = outer;
         self.returned_exprs.push(e);
+        self.returned_guards.push(self.guards.clone());
         self.returned_events.extend(events.iter().copied());
         self.note_return(e, events);
         self.stmt_line = saved;
