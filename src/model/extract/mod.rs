@@ -643,10 +643,23 @@ fn passed_on(w: &Walker, item: &FnItem) -> Option<Wrapper> {
                         })
                 })
     };
+    // What a returned value starts on another task (`tokio::spawn(async
+    // move { .. })`) is consumed there: the handle hands back no outcome.
+    let spawned: Vec<crate::source::Span> = w
+        .returned_exprs
+        .iter()
+        .flat_map(|r| syntax::spawned_spans(w.cx.src, r))
+        .collect();
+    let in_spawned = |e: &Event| {
+        spawned
+            .iter()
+            .any(|s| s.start.offset <= e.span.start.offset && e.span.end.offset <= s.end.offset)
+    };
     let handed: Vec<&Event> = f
         .events
         .iter()
         .map(|&i| &w.model.events[i])
+        .filter(|e| !in_spawned(e))
         .filter(|e| {
             (e.role.is_lock_outcome() || e.role == Role::Read)
                 && (w.returned_events.contains(&e.id)

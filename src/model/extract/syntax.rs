@@ -117,6 +117,54 @@ pub(super) fn end_span(e: &Expr) -> proc_macro2::Span {
 }
 
 /// An expression's span, from [`start_span`] to [`end_span`].
+/// The spans of what a returned value starts on another task or thread
+/// (the arguments of `tokio::spawn(..)`, `thread::spawn(..)`,
+/// `handle.spawn(..)`): a lock call in there is consumed there, and the
+/// `JoinHandle` hands back no outcome of it. Nesting is bounded by the
+/// extractor's own depth guard.
+pub(super) fn spawned_spans(src: &SourceFile, e: &Expr) -> Vec<Span> {
+    struct Find<'s> {
+        src: &'s SourceFile,
+        out: Vec<Span>,
+        depth: usize,
+    }
+    impl<'ast> Visit<'ast> for Find<'_> {
+        fn visit_expr(&mut self, e: &'ast Expr) {
+            if self.depth > 64 {
+                return;
+            }
+            let spawned = match e {
+                Expr::Call(c) => match &*c.func {
+                    Expr::Path(p) => p
+                        .path
+                        .segments
+                        .last()
+                        .is_some_and(|s| s.ident.to_string().starts_with("spawn"))
+                        .then(|| c.args.iter().collect::<Vec<_>>()),
+                    _ => None,
+                },
+                Expr::MethodCall(m) if m.method.to_string().starts_with("spawn") => {
+                    Some(m.args.iter().collect())
+                }
+                _ => None,
+            };
+            for a in spawned.into_iter().flatten() {
+                self.out.push(self.src.span_of(a.span()));
+            }
+            self.depth += 1;
+            visit::visit_expr(self, e);
+            self.depth -= 1;
+        }
+    }
+    let mut f = Find {
+        src,
+        out: Vec::new(),
+        depth: 0,
+    };
+    f.visit_expr(e);
+    f.out
+}
+
 /// A value that says "not won": `None`, `false`, `Ok(None)`, `Ok(false)`,
 /// `Err(..)`.
 pub(super) fn says_not_won(e: &Expr) -> bool {
