@@ -765,18 +765,13 @@ fn follow_wrappers(
         .iter()
         .flat_map(|f| f.outcome.sites.iter().cloned())
         .collect();
+    let shown: HashSet<&str> = files.iter().map(|f| f.shown.as_str()).collect();
     let mut reaching: HashMap<&str, Reaching> = HashMap::new();
     for (target, sites) in crate::model::chains::outermost(&reports) {
-        let Some(file) = target.file.as_deref() else {
+        let Some(file) = target.file.as_deref().and_then(|f| shown.get(f).copied()) else {
             continue;
         };
-        let Some(def) = files.iter().find(|f| f.shown == file) else {
-            continue;
-        };
-        reaching
-            .entry(def.shown.as_str())
-            .or_default()
-            .insert(target.key, sites);
+        reaching.entry(file).or_default().insert(target.key, sites);
     }
     let no_sites = Reaching::new();
     // Pass 2: the defining files, their wrappers' inner calls relayed to

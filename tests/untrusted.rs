@@ -1494,3 +1494,49 @@ fn thousands_of_wrappers_and_callers_stay_linear() {
             .join("\n")
     );
 }
+
+/// Each finding once, under attack: a trait with 300 implementations that
+/// take the lock the same way, called 300 times through `&dyn Slot`. A
+/// call reaches at most a bounded number of them, so the call sites the
+/// lock calls are told of stay linear in the input.
+#[test]
+fn a_trait_with_hundreds_of_agreeing_lock_implementations_stays_bounded() {
+    let dir = repo();
+    let d = dir.path();
+    fs::write(
+        d.join("Cargo.toml"),
+        "[package]\nname = \"slots\"\nversion = \"0.1.0\"\n",
+    )
+    .unwrap();
+    fs::create_dir(d.join("src")).unwrap();
+    let mut defs = String::from(
+        "pub trait Slot {\n    fn claim(&self, con: &mut redis::Connection, key: &str) -> redis::RedisResult<bool>;\n}\n",
+    );
+    for i in 0..300 {
+        defs.push_str(&format!(
+            "pub struct S{i};\nimpl Slot for S{i} {{\n    fn claim(&self, con: &mut redis::Connection, key: &str) -> redis::RedisResult<bool> {{\n        let won: Option<String> = redis::cmd(\"SET\").arg(key).arg(\"{i}\").arg(\"NX\").arg(\"PX\").arg(5000).query(con)?;\n        Ok(won.is_some())\n    }}\n}}\n"
+        ));
+    }
+    fs::write(d.join("src/slots.rs"), defs).unwrap();
+    let mut calls = String::from("use crate::slots::Slot;\n");
+    for i in 0..300 {
+        calls.push_str(&format!(
+            "pub fn run{i}(con: &mut redis::Connection, s: &dyn Slot) {{\n    let _ = s.claim(con, \"lock:{i}\");\n}}\n"
+        ));
+    }
+    fs::write(d.join("src/users.rs"), calls).unwrap();
+    fs::write(d.join("src/lib.rs"), "mod slots;\nmod users;\n").unwrap();
+    let r = run(d, &["check", "--format", "short", "."]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    // Every dropped reply at its call; every lock call's missing purpose
+    // once, at the lock call.
+    let count = |file: &str, check: &str| {
+        r.stdout
+            .lines()
+            .filter(|l| l.starts_with(file) && l.contains(&format!("[{check}]")))
+            .count()
+    };
+    assert_eq!(count("src/users.rs", "ignored-acquire-result"), 300);
+    assert_eq!(count("src/slots.rs", "missing-purpose"), 300);
+    assert_eq!(count("src/users.rs", "missing-purpose"), 0);
+}

@@ -628,20 +628,25 @@ fn passed_on(w: &Walker, item: &FnItem) -> Option<Wrapper> {
     // `-> Result<Option<Guard>, _>`): one returning `false` early and `true`
     // after its own work consumed the lock itself.
     let optional = item.returns_option;
-    let decides_return = |e: &Event| {
-        optional
-            && matches!(e.role, Role::Acquire | Role::TryAcquire)
-            && w.returned_exprs
-                .iter()
-                .zip(&w.returned_guards)
-                .any(|(r, gs)| {
-                    syntax::says_not_won(r)
-                        && gs.iter().any(|&g| {
-                            let guard = &f.guards[g];
-                            guard.events.contains(&e.id)
-                                || derived(e).iter().any(|b| guard.mentions.contains(b))
-                        })
-                })
+    // The conditions a "not won" value is returned under, once.
+    let mut not_won_guards: Vec<GuardId> = if optional {
+        w.returned_exprs
+            .iter()
+            .zip(&w.returned_guards)
+            .filter(|(r, _)| syntax::says_not_won(r))
+            .flat_map(|(_, gs)| gs.iter().copied())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    not_won_guards.sort_unstable();
+    not_won_guards.dedup();
+    let decides_return = |e: &Event, names: &HashSet<String>| {
+        matches!(e.role, Role::Acquire | Role::TryAcquire)
+            && not_won_guards.iter().any(|&g| {
+                let guard = &f.guards[g];
+                guard.events.contains(&e.id) || names.iter().any(|b| guard.mentions.contains(b))
+            })
     };
     // What a returned value starts on another task (`tokio::spawn(async
     // move { .. })`) is consumed there: the handle hands back no outcome.
@@ -661,11 +666,14 @@ fn passed_on(w: &Walker, item: &FnItem) -> Option<Wrapper> {
         .map(|&i| &w.model.events[i])
         .filter(|e| !in_spawned(e))
         .filter(|e| {
-            (e.role.is_lock_outcome() || e.role == Role::Read)
-                && (w.returned_events.contains(&e.id)
-                    || derived(e).iter().any(|b| returned_mentions.contains(b))
-                    || inside_returned(e)
-                    || decides_return(e))
+            if !(e.role.is_lock_outcome() || e.role == Role::Read) {
+                return false;
+            }
+            if w.returned_events.contains(&e.id) || inside_returned(e) {
+                return true;
+            }
+            let names = derived(e);
+            names.iter().any(|b| returned_mentions.contains(b)) || decides_return(e, &names)
         })
         .collect();
     let e = *handed.first()?;

@@ -206,7 +206,9 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         if via.is_some() {
             for k in self.wrapper_methods.get(&w.name).into_iter().flatten() {
                 let other = &self.wrappers[k];
-                if other.via_trait == via {
+                // A call reaches at most MAX_TARGETS lock calls (a hostile
+                // trait with thousands of agreeing implementations).
+                if other.via_trait == via && direct.len() < MAX_TARGETS {
                     self.wrappers_called.insert(k.clone());
                     if k != &name {
                         targets.extend(other.targets.iter().cloned());
@@ -216,6 +218,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             }
             w.owner = via;
         }
+        targets.truncate(MAX_TARGETS);
         let packs = self.cx.packs;
         let api = packs.api(w.inner.api);
         let mut ev = w.inner;
@@ -378,6 +381,10 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         vec![id]
     }
 }
+
+/// Most lock calls (and wrappers) one call is known to reach through a
+/// trait whose implementations agree.
+const MAX_TARGETS: usize = 16;
 
 /// How a wrapper swallowed its inner call's result, told at its call site:
 /// "`.unwrap_or(true)` treats a failure as success" becomes
