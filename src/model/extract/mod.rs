@@ -616,20 +616,14 @@ fn passed_on(w: &Walker, item: &FnItem) -> Option<Wrapper> {
         .iter()
         .map(|r| syntax::expr_span(w.cx.src, r))
         .collect();
-    let inside_returned = |e: &Event| {
-        spans
-            .iter()
-            .any(|s| s.start.offset <= e.span.start.offset && e.span.end.offset <= s.end.offset)
-    };
+    let inside_returned = |e: &Event| spans.iter().any(|s| s.contains(&e.span));
     // A "not won" value returned under a condition on the outcome (`if
     // won.is_none() { return Ok(None); } … Ok(Some(Lock { .. }))`): which
-    // value comes back says whether the lock was won.
-    // Only a function that can hand back "nothing" (`-> Option<Lock>`,
-    // `-> Result<Option<Guard>, _>`): one returning `false` early and `true`
-    // after its own work consumed the lock itself.
-    let optional = item.returns_option;
-    // The conditions a "not won" value is returned under, once.
-    let mut not_won_guards: Vec<GuardId> = if optional {
+    // value comes back says whether the lock was won. Only in a function
+    // that can hand back "nothing" (`-> Option<Lock>`, `-> Result<Option<
+    // Guard>, _>`): one returning `false` early and `true` after its own
+    // work consumed the lock itself. The conditions, gathered once.
+    let mut not_won_guards: Vec<GuardId> = if item.returns_option {
         w.returned_exprs
             .iter()
             .zip(&w.returned_guards)
@@ -655,11 +649,7 @@ fn passed_on(w: &Walker, item: &FnItem) -> Option<Wrapper> {
         .iter()
         .flat_map(|r| syntax::spawned_spans(w.cx.src, r))
         .collect();
-    let in_spawned = |e: &Event| {
-        spawned
-            .iter()
-            .any(|s| s.start.offset <= e.span.start.offset && e.span.end.offset <= s.end.offset)
-    };
+    let in_spawned = |e: &Event| spawned.iter().any(|s| s.contains(&e.span));
     let handed: Vec<&Event> = f
         .events
         .iter()
