@@ -226,6 +226,8 @@ struct Offers {
     fields: HashMap<String, Vec<String>>,
     /// (defining file, its module, the texts).
     texts: HashMap<String, (usize, Option<String>, Vec<String>)>,
+    /// Type aliases, by name: (defining file, the type text).
+    types: HashMap<String, (usize, String)>,
 }
 
 type ByCrate = HashMap<PathBuf, Offers>;
@@ -238,12 +240,15 @@ struct Given {
     /// Names the file calls a wrapper by that are not its own (`use
     /// locks::acquire_lock as take;`): alias → the wrapper's name.
     aliases: HashMap<String, String>,
+    /// Type aliases of other files it names (`ElectionRef`).
+    types: HashMap<String, String>,
 }
 
 impl Given {
     fn same_names(&self, other: &Given) -> bool {
         self.wrappers.len() == other.wrappers.len()
             && self.texts.len() == other.texts.len()
+            && self.types.len() == other.types.len()
             && self.wrappers.keys().all(|k| other.wrappers.contains_key(k))
             && self.texts.keys().all(|k| other.texts.contains_key(k))
     }
@@ -261,8 +266,15 @@ type Defs<T> = BTreeMap<(PathBuf, String), Vec<(usize, T)>>;
 fn unambiguous(files: &[Audited], crate_of: &[PathBuf]) -> ByCrate {
     let mut wrappers: Defs<Wrapper> = BTreeMap::new();
     let mut texts: Defs<Vec<String>> = BTreeMap::new();
+    let mut types: Defs<String> = BTreeMap::new();
     for (i, f) in files.iter().enumerate() {
         let root = &crate_of[i];
+        for (name, t) in &f.outcome.type_aliases {
+            types
+                .entry((root.clone(), name.clone()))
+                .or_default()
+                .push((i, t.clone()));
+        }
         for (name, w) in &f.outcome.wrappers {
             // A wrapper the file was given is the defining file's own.
             if w.imported {
@@ -301,6 +313,12 @@ fn unambiguous(files: &[Audited], crate_of: &[PathBuf]) -> ByCrate {
             offers.wrappers.insert(name, (i, w));
         }
     }
+    for ((root, name), mut list) in types {
+        if list.len() == 1 {
+            let (i, t) = list.pop().expect("one");
+            by_crate.entry(root).or_default().types.insert(name, (i, t));
+        }
+    }
     for ((root, name), mut list) in texts {
         if list.len() == 1 {
             let (i, t) = list.pop().expect("one");
@@ -334,7 +352,26 @@ fn given_to(i: usize, found: &Scan, offers: &Offers) -> Given {
     };
     let mut aliases = HashMap::new();
     let mut wrappers = HashMap::new();
-    let named = |t: &Option<String>| t.as_deref().is_some_and(|t| found.words.contains(t));
+    // Another file's type aliases the file names (`election: ElectionRef`
+    // with `type ElectionRef = Arc<dyn Election>` elsewhere): the types and
+    // traits they name count as named here.
+    let mut types = HashMap::new();
+    for w in &found.words {
+        if let Some((def, t)) = offers.types.get(*w) {
+            if *def != i {
+                types.insert(w.to_string(), t.clone());
+            }
+        }
+    }
+    let through_alias: HashSet<&str> = types
+        .values()
+        .flat_map(|t| t.split(|c: char| !(c.is_alphanumeric() || c == '_')))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let named = |t: &Option<String>| {
+        t.as_deref()
+            .is_some_and(|t| found.words.contains(t) || through_alias.contains(t))
+    };
     for &(called, dotted) in &found.calls {
         if dotted {
             // A method is followed only on a receiver of its type (or of
@@ -405,6 +442,7 @@ fn given_to(i: usize, found: &Scan, offers: &Offers) -> Given {
         wrappers,
         texts,
         aliases,
+        types,
     }
 }
 
@@ -591,6 +629,7 @@ fn follow_calls(
                         imported: &given.wrappers,
                         called_elsewhere: called,
                         texts: &given.texts,
+                        types: Some(&given.types),
                         reached_from: Some(reaching),
                     };
                     Some((
@@ -672,6 +711,8 @@ fn follow_wrappers(
                         })
                         .flatten()
                         .chain(offers.texts.values().filter_map(|(_, m, _)| m.as_deref()))
+                        // A type alias of another file stands for its type.
+                        .chain(offers.types.keys().map(String::as_str))
                         .chain(
                             offers
                                 .texts
@@ -717,6 +758,7 @@ fn follow_wrappers(
                         imported: &given.wrappers,
                         called_elsewhere: &none,
                         texts: &given.texts,
+                        types: Some(&given.types),
                         reached_from: None,
                     };
                     let out =
@@ -790,6 +832,7 @@ fn follow_wrappers(
                     imported: &given.wrappers,
                     called_elsewhere: names,
                     texts: &given.texts,
+                    types: Some(&given.types),
                     reached_from: Some(reaching.get(f.shown.as_str()).unwrap_or(&no_sites)),
                 };
                 Some((

@@ -83,6 +83,8 @@ pub struct Cross<'a> {
     pub called_elsewhere: &'a std::collections::HashSet<String>,
     /// Statement texts they keep under a name this file uses.
     pub texts: &'a std::collections::HashMap<String, Vec<String>>,
+    /// Type aliases they define under a name this file uses.
+    pub types: Option<&'a std::collections::HashMap<String, String>>,
     /// Their outermost calls of this file's wrappers, by the key of the
     /// wrapper whose lock call they reach.
     pub reached_from: Option<&'a std::collections::HashMap<String, Vec<crate::model::SiteReport>>>,
@@ -104,6 +106,8 @@ pub struct FileOutcome {
     pub wrappers_called: Vec<String>,
     /// Statement texts its constants and functions hold, by name.
     pub texts: Vec<(String, Vec<String>)>,
+    /// Its type aliases, by name.
+    pub type_aliases: Vec<(String, String)>,
     /// What its calls of wrappers say, for the files defining the lock
     /// calls they reach.
     pub sites: Vec<crate::model::SiteReport>,
@@ -242,6 +246,7 @@ impl Engine<'_> {
                 imported: cross.map(|c| c.imported),
                 called_elsewhere: cross.map(|c| c.called_elsewhere),
                 imported_texts: cross.map(|c| c.texts),
+                imported_types: cross.and_then(|c| c.types),
                 ..Options::new(&self.settings.lock_name)
             },
         );
@@ -311,6 +316,7 @@ impl Engine<'_> {
         out.wrappers = model.wrappers.clone();
         out.wrappers_called = model.wrappers_called.clone();
         out.texts = model.texts.clone();
+        out.type_aliases = model.type_aliases.clone();
         out.sites = sites;
         out.asked = ctx.asked.take();
         out

@@ -371,6 +371,9 @@ pub struct FileModel {
     /// Statement texts (SQL, Lua) its constants and functions hold, by
     /// name, for the other files of the crate.
     pub texts: Vec<(String, Vec<String>)>,
+    /// Its type aliases (`type ElectionRef = Arc<dyn Election>;`), for the
+    /// other files of the crate, as name and type text.
+    pub type_aliases: Vec<(String, String)>,
     /// The line of a statement whose expressions nest deeper than the
     /// extractor walks: the model is incomplete.
     pub too_deep: Option<usize>,

@@ -61,6 +61,9 @@ pub struct Options<'a> {
     /// Statement text (SQL, Lua) other files of the crate keep in a
     /// constant or return from a function, by name.
     pub imported_texts: Option<&'a HashMap<String, Vec<String>>>,
+    /// Type aliases other files of the crate define, by name; one of this
+    /// file with the same name wins.
+    pub imported_types: Option<&'a HashMap<String, String>>,
 }
 
 impl<'a> Options<'a> {
@@ -71,6 +74,7 @@ impl<'a> Options<'a> {
             imported: None,
             called_elsewhere: None,
             imported_texts: None,
+            imported_types: None,
         }
     }
 }
@@ -79,6 +83,15 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
     let rules = macros::macro_rules(file);
     let mut index = Index::default();
     index.visit_file(file);
+    // The file's own aliases are offered to its crate; another file's are
+    // known here by the names this file does not define itself.
+    let own_aliases = exported_aliases(&index.aliases);
+    for (name, text) in opts.imported_types.into_iter().flatten() {
+        index
+            .aliases
+            .entry(name.clone())
+            .or_insert_with(|| text.clone());
+    }
     // A `macro_rules!` body is walked like a function named `name!`: an
     // annotation above the definition covers every acquisition in it.
     for r in &rules {
@@ -220,6 +233,7 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
                 model.texts = exported_texts(&cx, &index, &learned, &lock_text);
             }
             model.wrappers = own;
+            model.type_aliases = own_aliases;
             return model;
         }
         if new_builders {
@@ -296,6 +310,22 @@ fn exported_texts(
     for (ty, field) in fields {
         offer(&field_text_name(ty, field), learned.fields[field]);
     }
+    out
+}
+
+/// Most type aliases one file offers its crate, and the longest type text.
+const MAX_EXPORTED_ALIASES: usize = 256;
+const MAX_ALIAS_TEXT: usize = 256;
+
+/// The type aliases a file offers the other files of its crate, sorted.
+fn exported_aliases(aliases: &HashMap<String, String>) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = aliases
+        .iter()
+        .filter(|(_, t)| t.len() <= MAX_ALIAS_TEXT)
+        .map(|(n, t)| (n.clone(), t.clone()))
+        .collect();
+    out.sort();
+    out.truncate(MAX_EXPORTED_ALIASES);
     out
 }
 

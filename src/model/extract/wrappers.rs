@@ -28,7 +28,11 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             (Some(k), None) => Some((k.clone(), None)),
             _ => None,
         };
-        let declared = self.declared_type(receiver);
+        // A type alias (of this file, or another file's that this file
+        // names) stands for its type.
+        let declared = self
+            .declared_type(receiver)
+            .map(|t| self.cx.aliases.get(&t).cloned().unwrap_or(t));
         if let Some(t) = &declared {
             let head = super::syntax::type_head(t);
             if let Some(k) = keys
