@@ -2237,8 +2237,8 @@ fn wrappers_in_other_files_of_the_crate_are_lock_sites() {
 /// inside a helper covers the calls in every file; an unannotated helper's
 /// missing purpose and missing expiry stand once at its lock call, naming
 /// the calls that state no purpose; a correctness purpose stated in the
-/// helper holds its callers to a fencing token, and its store's lack of
-/// consensus is the lock call's own; an ignored reply stands at the call
+/// helper reaches its callers, and its store's lack of consensus and of a
+/// fencing token are the lock call's own; an ignored reply stands at the call
 /// that drops it; never `unattached-purpose` for an annotation on a
 /// wrapper or its lock call.
 #[test]
@@ -2250,7 +2250,7 @@ fn each_finding_stands_once_where_the_fix_goes() {
          src/worker.rs:14:8 (`\"lock:sweep\"`)",
         "the other 2 call sites that reach it are annotated",
         "reached from 4 call sites",
-        "reached from 1 call site: src/billing.rs:4:8 (`\"lock:invoice:7\"`)",
+        "reached from 1 call site: src/billing.rs:5:8 (`\"lock:invoice:7\"`)",
     ] {
         let flat = human
             .stdout
@@ -2273,7 +2273,7 @@ fn each_finding_stands_once_where_the_fix_goes() {
     };
     assert_eq!(purpose("src/users.rs", 5), "efficiency");
     assert_eq!(purpose("src/poller.rs", 3), "efficiency");
-    assert_eq!(purpose("src/billing.rs", 4), "correctness");
+    assert_eq!(purpose("src/billing.rs", 5), "correctness");
     assert_eq!(purpose("src/report.rs", 3), "missing");
 }
 

@@ -58,23 +58,28 @@ impl<'a> CheckCtx<'a> {
             Some(r) => reached_from(f, e, &r.sites, "reached from"),
             None => f,
         };
-        // A command a function of the file builds: what the command itself
-        // does wrong stands where it is built, once for all its runs.
+        if at_lock_call(check) {
+            f = self.where_built(f, e);
+        }
+        f
+    }
+
+    /// A command a function of the file builds: what the command itself
+    /// does wrong stands where it is built, once for all its runs.
+    pub fn where_built(&self, mut f: Finding, e: &Event) -> Finding {
         if let Some(b) = e.built_in.as_ref().filter(|b| b.fn_line > 0) {
-            if at_lock_call(check) {
-                f.related.push(crate::finding::Related {
-                    path: self.src.path.clone(),
-                    span: e.span,
-                    message: "the command runs here".to_string(),
-                });
-                f = f.note(format!(
-                    "the command is built here and runs at line {}",
-                    e.span.start.line
-                ));
-                f.span = b.span;
-                f.labels.clear();
-                f.item = b.item.clone();
-            }
+            f.related.push(crate::finding::Related {
+                path: self.src.path.clone(),
+                span: e.span,
+                message: "the command runs here".to_string(),
+            });
+            f = f.note(format!(
+                "the command is built here and runs at line {}",
+                e.span.start.line
+            ));
+            f.span = b.span;
+            f.labels.clear();
+            f.item = b.item.clone();
         }
         f
     }
