@@ -2237,8 +2237,8 @@ fn wrappers_in_other_files_of_the_crate_are_lock_sites() {
 /// inside a helper covers the calls in every file; an unannotated helper's
 /// missing purpose and missing expiry stand once at its lock call, naming
 /// the calls that state no purpose; a correctness purpose stated in the
-/// helper reaches its callers, and its store's lack of consensus and of a
-/// fencing token are the lock call's own; an ignored reply stands at the call
+/// helper holds its callers to a fencing token, and its store's lack of
+/// consensus is the lock call's own; an ignored reply stands at the call
 /// that drops it; never `unattached-purpose` for an annotation on a
 /// wrapper or its lock call.
 #[test]

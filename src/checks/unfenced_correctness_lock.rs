@@ -42,25 +42,14 @@ struct Unfenced {
 }
 
 fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
-    for a in ctx.takes() {
-        // A lock whose API hands back no monotonic token is unfenced
-        // whatever its callers do: that is the lock call's own defect,
-        // reported at it (inside the wrapper, where the command is built)
-        // once. A token the API gives is the callers' to pass on: judged
-        // at the outermost call, over its critical section.
-        let tokenless = ctx
-            .api(a)
-            .token
-            .as_ref()
-            .is_none_or(|t| t.kind != TokenKind::Monotonic);
-        let here = if tokenless {
-            ctx.lock_call(a) && ctx.held_to(a) == Some(Purpose::Correctness)
-        } else {
-            ctx.outcome_here(a) && ctx.purpose(a) == Some(Purpose::Correctness)
-        };
-        if here {
-            check_one(ctx, a, out);
+    // Judged at the outermost call (the one no called wrapper hands back),
+    // over its critical section: that is where the work the lock protects
+    // is, and where a token would have to be passed on.
+    for a in ctx.takes().filter(|a| ctx.outcome_here(a)) {
+        if ctx.purpose(a) != Some(Purpose::Correctness) {
+            continue;
         }
+        check_one(ctx, a, out);
     }
 }
 
@@ -190,9 +179,9 @@ fn check_one(ctx: &CheckCtx, a: &Event, out: &mut Vec<Finding>) {
                 call_label(ctx, api, a)
             )),
     };
-    if !matches!(kind, TokenKind::Monotonic) {
-        finding = ctx.where_built(finding, a);
-    }
+    // The run of a command a function of the file builds is shown where
+    // the command is built, like the command's other findings.
+    finding = ctx.where_built(finding, a);
     for u in &unfenced {
         finding = finding.secondary(u.span, u.text.clone());
     }
