@@ -4,41 +4,15 @@
 //! that are pruned and judged only on the files audited, and vendored or
 //! generated files skipped by default. Covers #15.
 
+mod common;
+
 use std::fs;
 use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
 
-#[derive(Debug)]
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn lockaudit_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockaudit"));
-    cmd.args(args)
-        .current_dir(dir)
-        .env_remove("NO_COLOR")
-        .env_remove("COLUMNS")
-        .env_remove("GITHUB_BASE_REF")
-        .env_remove("GITHUB_STEP_SUMMARY");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("the lockaudit binary runs");
-    Run {
-        code: out.status.code().expect("an exit code"),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
-}
-
-fn lockaudit(dir: &Path, args: &[&str]) -> Run {
-    lockaudit_env(dir, args, &[])
-}
+use common::{lockaudit, lockaudit_env};
 
 fn git(dir: &Path, args: &[&str]) {
     let out = Command::new("git")

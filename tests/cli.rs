@@ -9,65 +9,17 @@
 //! Snapshots are written with `INSTA_UPDATE=always cargo test --test cli`
 //! and reviewed by reading the `.snap` files; CI never writes them.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::LazyLock;
 
 use serde_json::Value;
 
-/// The outcome of one run of the binary.
-#[derive(Debug)]
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-/// Runs `lockaudit ARGS` in `dir`, with no colour or width settings from
-/// the environment leaking in.
-fn lockaudit(dir: &Path, args: &[&str]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_lockaudit"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("NO_COLOR")
-        .env_remove("CLICOLOR_FORCE")
-        .env_remove("COLUMNS")
-        .output()
-        .expect("the lockaudit binary runs");
-    Run {
-        code: out.status.code().expect("lockaudit exits with a code"),
-        stdout: String::from_utf8(out.stdout).expect("stdout is UTF-8"),
-        stderr: String::from_utf8(out.stderr).expect("stderr is UTF-8"),
-    }
-}
-
-fn project(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/projects")
-        .join(name)
-}
-
-/// A fresh copy of a fixture project in a temporary directory.
-fn copy_project(name: &str) -> tempfile::TempDir {
-    let tmp = tempfile::tempdir().unwrap();
-    copy_dir(&project(name), tmp.path());
-    tmp
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
+use common::{copy_dir, copy_project, lockaudit, project};
 
 /// A copy of a fixture project whose config is broken on purpose. It is
 /// stored as `lockaudit.yaml.broken`, so that `lockaudit check fixtures/`
@@ -286,14 +238,10 @@ fn snapshots_of_every_format_on_the_mixed_project() {
 
 /// Human output at a given terminal width (`COLUMNS`).
 fn human_at(dir: &Path, columns: &str) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_lockaudit"))
-        .args(["--color", "never"])
-        .current_dir(dir)
-        .env_remove("NO_COLOR")
-        .env("COLUMNS", columns)
-        .output()
-        .expect("the lockaudit binary runs");
-    String::from_utf8(out.stdout).unwrap()
+    common::lockaudit_with(dir, &["--color", "never"], |c| {
+        c.env("COLUMNS", columns);
+    })
+    .stdout
 }
 
 /// rustc-style headings, the finding's own place before related ones,
@@ -1765,14 +1713,11 @@ mod lsp {
             })
             .collect();
         got.sort();
-        let mut want: Vec<(u64, String)> = Vec::new();
-        for (i, line) in text.lines().enumerate() {
-            if let Some((_, ids)) = line.split_once("//~ ") {
-                for id in ids.split(',') {
-                    want.push((i as u64 + 1, id.trim().to_string()));
-                }
-            }
-        }
+        let mut want: Vec<(u64, String)> = crate::common::markers::parse(&text)
+            .unwrap()
+            .into_iter()
+            .map(|m| (m.line as u64, m.check))
+            .collect();
         want.sort();
         assert!(!want.is_empty());
         assert_eq!(got, want);
@@ -1936,7 +1881,7 @@ mod lsp {
         use std::io::{BufReader, Write};
         use std::process::{Command, Stdio};
 
-        let mut child = Command::new(env!("CARGO_BIN_EXE_lockaudit"))
+        let mut child = Command::new(crate::common::bin())
             .arg("lsp")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -2028,104 +1973,6 @@ fn a_lock_crates_own_source_is_evidence_for_it() {
     assert_eq!(unfiltered.stdout, run.stdout);
 }
 
-/// Every `.rs` file under `dir`, relative to it, sorted.
-fn rust_files(dir: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                todo.push(p);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                out.push(
-                    p.strip_prefix(dir)
-                        .unwrap()
-                        .to_string_lossy()
-                        .replace('\\', "/"),
-                );
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
-/// Checks a fixture project and compares its findings with the lines
-/// marked `//~ check-id, ..` in its files: no missing, no extra finding.
-fn project_matches_its_markers(name: &str, min_files: usize) {
-    let dir = project(name);
-    let r = lockaudit(&dir, &["check", "--format", "json", "."]);
-    assert_eq!(r.code, 1, "{}", r.stderr);
-    let json: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
-    let files = rust_files(&dir);
-    assert!(files.len() >= min_files, "{files:?}");
-    let mut found: Vec<(String, u64, String)> = json["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            // Paths are relative to the repository root: keep the part
-            // inside the project.
-            let path = f["path"].as_str().unwrap();
-            let inside = files
-                .iter()
-                .find(|rel| path.ends_with(rel.as_str()))
-                .unwrap_or_else(|| panic!("{path} is not a file of {name}"));
-            (
-                inside.clone(),
-                f["line"].as_u64().unwrap(),
-                f["check"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
-    found.sort();
-    let mut expected = Vec::new();
-    for file in &files {
-        let text = std::fs::read_to_string(dir.join(file)).unwrap();
-        for (i, line) in text.lines().enumerate() {
-            if let Some((_, ids)) = line.split_once("//~ ") {
-                for id in ids.split(',') {
-                    expected.push((file.clone(), i as u64 + 1, id.trim().to_string()));
-                }
-            }
-        }
-    }
-    expected.sort();
-    assert_eq!(found, expected);
-    // The pre-filter loses nothing: a file that only calls a wrapper, or
-    // runs a statement kept in another file, spells no lock API.
-    let unfiltered = lockaudit(&dir, &["check", "--format", "json", "--no-prefilter", "."]);
-    let all: serde_json::Value = serde_json::from_str(&unfiltered.stdout).unwrap();
-    assert_eq!(all["findings"], json["findings"]);
-    // A file named alone (a pre-commit hook, an editor) is judged as in
-    // the whole run: the rest of its crate is read for what it offers.
-    for file in &files {
-        let alone = lockaudit(&dir, &["check", "--format", "json", file]);
-        let alone: serde_json::Value = serde_json::from_str(&alone.stdout).unwrap();
-        // (Naming `lib.rs` also audits the modules it declares.)
-        let mut got: Vec<(u64, String)> = alone["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|f| f["path"].as_str().unwrap().ends_with(file.as_str()))
-            .map(|f| {
-                (
-                    f["line"].as_u64().unwrap(),
-                    f["check"].as_str().unwrap().to_string(),
-                )
-            })
-            .collect();
-        got.sort();
-        let want: Vec<(u64, String)> = expected
-            .iter()
-            .filter(|(f, _, _)| f == file)
-            .map(|(_, l, c)| (*l, c.clone()))
-            .collect();
-        assert_eq!(got, want, "{file} alone");
-    }
-}
-
 /// Covers #13: correctness locks taken through the crate's own helpers.
 /// The fencing token is followed out of an acquire helper that returns the
 /// grant and into the effect helpers it is passed to; a helper that
@@ -2134,9 +1981,10 @@ fn project_matches_its_markers(name: &str, min_files: usize) {
 /// function of `backup.rs`, and `write` imported from `backup` is that
 /// one; `ledger.apply(..)` on `ledger: &store::Ledger`, and
 /// `Ledger::apply_plain(..)`, are that type's methods in `store.rs`.
+///
+/// The markers of the project are compared by `tests/projects.rs`.
 #[test]
 fn fencing_follows_the_token_through_helpers() {
-    project_matches_its_markers("fenced-wrappers", 5);
     let r = lockaudit(
         &project("fenced-wrappers"),
         &["check", "--format", "short", "."],
@@ -2164,9 +2012,10 @@ fn fencing_follows_the_token_through_helpers() {
 /// `//~ check-id` in the project is reported, and nothing else: not the
 /// wrappers' inner calls, not a method of another type with the same name,
 /// not a same-named function of another file.
+///
+/// The markers of the project are compared by `tests/projects.rs`.
 #[test]
 fn wrappers_in_other_files_of_the_crate_are_lock_sites() {
-    project_matches_its_markers("wrapped", 5);
     let r = lockaudit(&project("wrapped"), &["check", "--format", "short", "."]);
     for expected in [
         // A wrapper's own defect stands at its lock call, once.
@@ -2243,7 +2092,7 @@ fn wrappers_in_other_files_of_the_crate_are_lock_sites() {
 /// wrapper or its lock call.
 #[test]
 fn each_finding_stands_once_where_the_fix_goes() {
-    project_matches_its_markers("chains", 13);
+    // The markers of the project are compared by `tests/projects.rs`.
     let human = lockaudit(&project("chains"), &["check", "--color", "never", "."]);
     for expected in [
         "no annotation on the way from 2 call sites: src/report.rs:3:15 (`\"lock:nightly\"`), \
@@ -2275,30 +2124,6 @@ fn each_finding_stands_once_where_the_fix_goes() {
     assert_eq!(purpose("src/poller.rs", 3), "efficiency");
     assert_eq!(purpose("src/billing.rs", 5), "correctness");
     assert_eq!(purpose("src/report.rs", 3), "missing");
-}
-
-/// Covers #13: a wrapper behind a trait (`impl Locker for RedisLocker`) is
-/// reached through `&dyn Locker`, `Arc<dyn Locker>`, a generic bounded by
-/// `Locker` (inline and in a `where` clause), `impl Locker` and a type
-/// alias of `Arc<dyn Locker>`, in its own
-/// file and in others; two types' wrapper methods of one name are two
-/// wrappers, each reached through its own type, in its file and in
-/// another; through the trait, two implementations that take the lock the
-/// same way are one site and two that differ are none; the in-process
-/// implementation of the same trait, a type with
-/// a same-named method of its own, and a cache behind a trait are no lock
-/// sites.
-#[test]
-fn wrappers_behind_a_trait_are_lock_sites() {
-    project_matches_its_markers("trait-wrappers", 7);
-}
-
-/// Covers #13: two crates of one workspace each define `acquire_lock`; a
-/// caller in each gets its own crate's, so the in-process helper of one
-/// is never read as the other's Redis lock.
-#[test]
-fn same_named_wrappers_of_two_crates_do_not_mix() {
-    project_matches_its_markers("workspace", 6);
 }
 
 /// Covers #13: `inventory` names the wrapper a lock is taken through,

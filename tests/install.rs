@@ -4,9 +4,13 @@
 //! version in Cargo.toml and the release asset names the release workflow
 //! builds. Covers #15.
 
+mod common;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use common::{cargo_lockaudit, copy_dir, lockaudit};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -35,7 +39,7 @@ fn run_action(dir: &Path, envs: &[(&str, &str)]) -> (i32, String, String) {
     let mut cmd = Command::new("bash");
     cmd.arg(root().join("scripts/action.sh"))
         .current_dir(dir)
-        .env("LOCKAUDIT_BIN", env!("CARGO_BIN_EXE_lockaudit"))
+        .env("LOCKAUDIT_BIN", common::bin())
         .env("INPUT_VERSION", version())
         .env("RUNNER_TEMP", tmp.path())
         .env("GITHUB_OUTPUT", &outputs)
@@ -63,20 +67,8 @@ fn run_action(dir: &Path, envs: &[(&str, &str)]) -> (i32, String, String) {
 /// the annotations are from the project's own root.
 #[cfg(unix)]
 fn copy_project(name: &str) -> tempfile::TempDir {
-    fn copy(from: &Path, to: &Path) {
-        fs::create_dir_all(to).unwrap();
-        for entry in fs::read_dir(from).unwrap() {
-            let entry = entry.unwrap();
-            let target = to.join(entry.file_name());
-            if entry.file_type().unwrap().is_dir() {
-                copy(&entry.path(), &target);
-            } else {
-                fs::copy(entry.path(), &target).unwrap();
-            }
-        }
-    }
     let tmp = tempfile::tempdir().unwrap();
-    copy(&root().join("fixtures/projects").join(name), tmp.path());
+    copy_dir(&common::project(name), tmp.path());
     tmp
 }
 
@@ -118,42 +110,25 @@ fn the_action_script_reports_findings_through_its_exit_code_output() {
 #[test]
 fn cargo_lockaudit_runs_the_same_commands() {
     let dir = root().join("fixtures/projects/unannotated");
-    let direct = Command::new(env!("CARGO_BIN_EXE_lockaudit"))
-        .args(["check", "--format", "short"])
-        .current_dir(&dir)
-        .output()
-        .unwrap();
+    let direct = lockaudit(&dir, &["check", "--format", "short"]);
     // What cargo runs for `cargo lockaudit check --format short`.
-    let via_cargo = Command::new(env!("CARGO_BIN_EXE_cargo-lockaudit"))
-        .args(["lockaudit", "check", "--format", "short"])
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    assert_eq!(direct.status.code(), Some(1));
-    assert_eq!(via_cargo.status.code(), Some(1));
+    let via_cargo = cargo_lockaudit(&dir, &["lockaudit", "check", "--format", "short"]);
+    assert_eq!(direct.code, 1, "{direct:?}");
+    assert_eq!(via_cargo.code, 1, "{via_cargo:?}");
     assert_eq!(direct.stdout, via_cargo.stdout);
-    assert!(String::from_utf8_lossy(&via_cargo.stdout).contains("missing-purpose"));
+    assert!(via_cargo.stdout.contains("missing-purpose"));
 }
 
 #[test]
 fn a_mistyped_subcommand_is_an_error_with_a_suggestion_not_a_path() {
     let tmp = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_lockaudit"))
-        .arg("chek")
-        .current_dir(tmp.path())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("did you mean `check`?"), "{stderr}");
+    let out = lockaudit(tmp.path(), &["chek"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("did you mean `check`?"), "{out:?}");
     // A directory of that name is a path to audit, as before.
     fs::create_dir(tmp.path().join("chek")).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_lockaudit"))
-        .arg("chek")
-        .current_dir(tmp.path())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let out = lockaudit(tmp.path(), &["chek"]);
+    assert_eq!(out.code, 0, "{out:?}");
 }
 
 #[test]

@@ -4,6 +4,8 @@
 //! generated from the registry (`LOCKAUDIT_BLESS=1` rewrites it); and
 //! lockaudit reports nothing on its own source (dogfood).
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -11,6 +13,8 @@ use lockaudit::checks::{CheckId, CHECKS};
 use lockaudit::config::Settings;
 use lockaudit::engine::Engine;
 use lockaudit::pack::PackSet;
+
+use common::root;
 
 const HEADINGS: [&str; 7] = [
     "## What it does",
@@ -21,10 +25,6 @@ const HEADINGS: [&str; 7] = [
     "## Simpler alternatives",
     "## Known limitations",
 ];
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 #[test]
 fn every_check_has_its_file_docs_and_fixtures() {
@@ -84,14 +84,7 @@ fn every_check_has_its_file_docs_and_fixtures() {
 }
 
 fn rs_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            rs_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
+    out.extend(common::files_under(dir, "rs", |_| false));
 }
 
 /// Every check enabled, no pre-filter.

@@ -6,15 +6,14 @@
 //! `LOCKAUDIT_BLESS=1 cargo test --test packs` rewrites `rules/schema.json`
 //! and the `.stderr` files of `fixtures/packs/bad/`.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use lockaudit::pack::{builtin::BUILTIN, PackSet, Role};
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use common::{markers, rel, root};
 
 fn bless() -> bool {
     std::env::var_os("LOCKAUDIT_BLESS").is_some_and(|v| v != "0")
@@ -38,40 +37,12 @@ fn expect_file(path: &Path, actual: &str) -> Result<(), String> {
 }
 
 fn lockaudit(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_lockaudit"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("lockaudit runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let r = common::lockaudit(dir, args);
+    (r.code, r.stdout, r.stderr)
 }
 
 fn files_under(dir: &Path, ext: &str) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == ext) {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
-fn rel(p: &Path) -> String {
-    p.strip_prefix(root())
-        .unwrap()
-        .to_string_lossy()
-        .replace('\\', "/")
+    common::files_under(dir, ext, |_| false)
 }
 
 #[test]
@@ -171,33 +142,15 @@ fn a_bad_user_pack_stops_the_run_with_exit_2() {
     assert!(stderr.contains("team.yaml:12:41"), "{stderr}");
 }
 
-/// Lines that a `missing-purpose` marker points at, per fixture path.
+/// Lines that a `missing-purpose` marker points at.
 fn marked_acquisitions(path: &Path) -> Vec<usize> {
     let text = std::fs::read_to_string(path).unwrap();
-    let mut lines = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let Some(pos) = line.find("//~") else {
-            continue;
-        };
-        let mut rest = &line[pos + 3..];
-        let mut target = i as isize + 1;
-        while let Some(r) = rest.strip_prefix('^') {
-            target -= 1;
-            rest = r;
-        }
-        while let Some(r) = rest.strip_prefix('v') {
-            target += 1;
-            rest = r;
-        }
-        // `//~ id "message text"`: the id is the item's first word.
-        if rest
-            .split(',')
-            .any(|c| c.split_whitespace().next() == Some("missing-purpose"))
-        {
-            lines.push(target as usize);
-        }
-    }
-    lines
+    markers::parse(&text)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .into_iter()
+        .filter(|m| m.check == "missing-purpose")
+        .map(|m| m.line)
+        .collect()
 }
 
 #[test]

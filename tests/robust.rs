@@ -4,6 +4,8 @@
 //! panic in one file loses no other file, and property tests for what an
 //! edit that changes nothing must not change.
 
+mod common;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -14,35 +16,7 @@ use lockaudit::finding::Finding;
 use lockaudit::pack::PackSet;
 use proptest::prelude::*;
 
-#[derive(Debug)]
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn lockaudit_with(dir: &Path, args: &[&str], setup: impl FnOnce(&mut Command)) -> Run {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockaudit"));
-    cmd.args(args)
-        .current_dir(dir)
-        .env_remove("NO_COLOR")
-        .env_remove("CLICOLOR_FORCE")
-        .env_remove("LOCKAUDIT_INTERNAL_PANIC_ON");
-    setup(&mut cmd);
-    let out = cmd.output().expect("the lockaudit binary runs");
-    Run {
-        code: out
-            .status
-            .code()
-            .expect("lockaudit exits with a code, not a signal"),
-        stdout: String::from_utf8(out.stdout).expect("stdout is UTF-8"),
-        stderr: String::from_utf8(out.stderr).expect("stderr is UTF-8"),
-    }
-}
-
-fn lockaudit(dir: &Path, args: &[&str]) -> Run {
-    lockaudit_with(dir, args, |_| {})
-}
+use common::{lockaudit, lockaudit_with, Run};
 
 /// A file with one certain finding, to prove the rest of a run survives.
 const WITNESS: &str = "use redis::Commands;
