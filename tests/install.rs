@@ -186,7 +186,9 @@ fn install_offers_only_what_works_today_and_marks_the_release_paths() {
     let readme = read("README.md");
     let install = section(&readme, "## Install");
     let later = section(&readme, "### Once a `v*` tag is published");
-    let today = &install[..install.find(later).expect("the release paths are in Install")];
+    let today = &install[..install
+        .find(later)
+        .expect("the release paths are in Install")];
     for needle in [
         "cargo install --locked --path .",
         "cargo install --locked --git https://github.com/lockaudit/lockaudit",
@@ -214,7 +216,11 @@ fn install_offers_only_what_works_today_and_marks_the_release_paths() {
     // does not exist yet.
     let outside = readme.replace(later, "");
     for paragraph in outside.split("\n\n") {
-        for released in [format!("@v{v}"), format!("rev: v{v}"), "releases/download".into()] {
+        for released in [
+            format!("@v{v}"),
+            format!("rev: v{v}"),
+            "releases/download".into(),
+        ] {
             if paragraph.contains(&released) {
                 let words = paragraph.split_whitespace().collect::<Vec<_>>().join(" ");
                 assert!(
@@ -260,7 +266,10 @@ fn licences_and_changelog_exist_and_ship() {
     assert!(changelog.contains("Keep a Changelog"));
     assert!(changelog.contains("## [Unreleased]"));
     for file in ["LICENSE-MIT", "LICENSE-APACHE", "CHANGELOG.md"] {
-        assert!(cargo.contains(&format!("\"{file}\"")), "Cargo.toml `include` lacks {file}");
+        assert!(
+            cargo.contains(&format!("\"{file}\"")),
+            "Cargo.toml `include` lacks {file}"
+        );
     }
 }
 
@@ -280,7 +289,10 @@ fn the_minimum_rust_version_is_stated_and_checked_by_the_script() {
         "README does not state the minimum Rust version {msrv}"
     );
     let script = read("scripts/msrv.sh");
-    assert!(script.contains("rust-version"), "the script reads the version from Cargo.toml");
+    assert!(
+        script.contains("rust-version"),
+        "the script reads the version from Cargo.toml"
+    );
     assert!(script.contains("CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS=fallback"));
     assert!(script.contains("--locked"));
 }
@@ -373,7 +385,10 @@ fn the_action_builds_its_own_source_with_locked_when_no_release_exists() {
     assert!(args.contains(&"--locked"), "{args:?}");
     let at = args.iter().position(|a| *a == "--path").expect("--path");
     assert_eq!(Path::new(args[at + 1]), root(), "{args:?}");
-    assert!(stderr.contains("building it from the action's source"), "{stderr}");
+    assert!(
+        stderr.contains("building it from the action's source"),
+        "{stderr}"
+    );
     // The binary it built is the one that audited.
     let outputs = fs::read_to_string(&outputs).unwrap();
     assert!(outputs.contains("exit-code=1\n"), "{outputs}");
