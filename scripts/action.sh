@@ -73,11 +73,19 @@ install() {
         echo "$bin"
         return
     fi
-    echo "no release binary of lockaudit $VERSION for this runner; building it with cargo" >&2
     # From outside the checkout: cargo reads `.cargo/config.toml` and
     # `rust-toolchain.toml` from the current directory up, and a pull
     # request could set a `rustc-wrapper` there.
-    (cd "$TMP" && cargo install --locked --quiet --version "$VERSION" --root "$TMP/lockaudit-cargo" lockaudit) >&2
+    if [ -f "${GITHUB_ACTION_PATH:-}/Cargo.toml" ]; then
+        # No release to download (none is published yet, or none fits this
+        # runner): build the action's own source, the commit `uses:` pins,
+        # with the dependency versions of its Cargo.lock.
+        echo "no release binary of lockaudit $VERSION for this runner; building it from the action's source with cargo" >&2
+        (cd "$TMP" && cargo install --locked --quiet --path "$GITHUB_ACTION_PATH" --root "$TMP/lockaudit-cargo") >&2
+    else
+        echo "no release binary of lockaudit $VERSION for this runner; building it with cargo" >&2
+        (cd "$TMP" && cargo install --locked --quiet --version "$VERSION" --root "$TMP/lockaudit-cargo" lockaudit) >&2
+    fi
     echo "$TMP/lockaudit-cargo/bin/lockaudit"
 }
 

@@ -59,6 +59,9 @@ pub fn run(cli: Cli) -> ExitStatus {
         Some(Command::Init(args)) => init(args.force),
         Some(Command::Annotate(args)) => crate::commands::annotate::run(&args),
         Some(Command::Lsp(args)) => crate::commands::lsp::run(&args),
+        Some(Command::TestPack(args)) => crate::commands::test_pack::run(&args),
+        Some(Command::Completions(args)) => completions(args.shell),
+        Some(Command::Manpage) => manpage(),
     };
     match result {
         Ok(s) => s,
@@ -186,7 +189,8 @@ pub fn prepare(paths: &[PathBuf], common: &CommonArgs) -> Result<Prepared, Failu
     if let Some(p) = &common.config {
         check_config_path(p)?;
     }
-    let scopes = Scopes::new(common.config.as_deref(), &cwd, &repo_prefix(&cwd));
+    let scopes = Scopes::new(common.config.as_deref(), &cwd, &repo_prefix(&cwd))
+        .with_selection(common.selection.clone());
     let scopes = std::sync::Arc::new(std::sync::Mutex::new(scopes));
     let stop_on_errors = |scopes: &Scopes| -> Result<(), Failure> {
         if scopes.errors.is_empty() {
@@ -640,12 +644,137 @@ pub(crate) fn read_capped(path: &Path, limit: u64) -> std::io::Result<Result<Vec
     Ok(Ok(bytes))
 }
 
-fn use_color(c: Color, stream_is_tty: bool) -> bool {
+/// Whether the human report is coloured. `auto` decides as anstream (and
+/// so cargo and clap) do for standard output: `NO_COLOR` (set and not
+/// empty) turns colour off, then `CLICOLOR_FORCE` (set and not empty) turns it on
+/// even when standard output is not a terminal, `CLICOLOR=0` turns it off,
+/// and otherwise a terminal that is not `TERM=dumb` gets colour. A report
+/// written with `--output` is coloured only with `--color always`.
+fn use_color(c: Color, to_stdout: bool) -> bool {
     match c {
         Color::Always => true,
         Color::Never => false,
-        Color::Auto => stream_is_tty && std::env::var_os("NO_COLOR").is_none(),
+        Color::Auto => {
+            to_stdout
+                && anstream::AutoStream::choice(&std::io::stdout()) != anstream::ColorChoice::Never
+        }
     }
+}
+
+/// `check --statistics`: the number of findings of each check (not
+/// counting suppressed ones), most frequent first, as ruff prints them.
+fn statistics(findings: &[Finding], format: Format) -> String {
+    let mut counts: std::collections::BTreeMap<CheckId, usize> = Default::default();
+    for f in findings.iter().filter(|f| f.suppressed.is_none()) {
+        *counts.entry(f.check).or_default() += 1;
+    }
+    let mut rows: Vec<(CheckId, usize)> = counts.into_iter().collect();
+    rows.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.as_str().cmp(b.0.as_str())));
+    if matches!(format, Format::Json | Format::Sarif) {
+        let list: Vec<_> = rows
+            .iter()
+            .map(|(id, n)| {
+                serde_json::json!({
+                    "check": id.as_str(),
+                    "count": n,
+                    "summary": id.info().summary,
+                })
+            })
+            .collect();
+        let mut s = serde_json::to_string_pretty(&list).unwrap_or_default();
+        s.push('\n');
+        return s;
+    }
+    let count_width = rows
+        .iter()
+        .map(|(_, n)| n.to_string().len())
+        .max()
+        .unwrap_or(1);
+    let id_width = rows
+        .iter()
+        .map(|(id, _)| id.as_str().len())
+        .max()
+        .unwrap_or(0);
+    rows.iter()
+        .map(|(id, n)| {
+            format!(
+                "{n:>count_width$}  {:id_width$}  {}\n",
+                id.as_str(),
+                id.info().summary
+            )
+        })
+        .collect()
+}
+
+/// `check --stdin-filename PATH`: standard input audited as the file
+/// PATH, with the config that governs PATH and the rest of PATH's crate
+/// read from disk, as the language server audits an unsaved buffer.
+fn audit_stdin(p: &Prepared, name: &Path) -> Result<Audit, Failure> {
+    use std::io::Read;
+    let mut scopes = lock(&p.scopes);
+    let scope = scopes.of_path(name);
+    if !scopes.errors.is_empty() {
+        for e in &scopes.errors {
+            print_yaml_errors(e);
+        }
+        return Err(Failure(String::new()));
+    }
+    let s = &scopes.list[scope];
+    let limit = s.settings.max_file_size;
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .lock()
+        .take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Failure(format!("cannot read standard input: {e}")))?;
+    let shown = walk::display_path(name, &p.cwd);
+    let manifests = Manifests::new(p.cwd.clone());
+    let pre = p
+        .prefilter
+        .then(|| Prefilter::new(&s.packs, &s.settings.lock_name));
+    let engine = Engine::new(&s.packs, &s.settings)
+        .with_prefilter(pre.as_ref())
+        .with_manifests(&manifests);
+    let out = if bytes.len() as u64 > limit {
+        engine.too_large(&shown, bytes.len() as u64)
+    } else {
+        engine.check_in_crate(&shown, &bytes, &p.cwd, Some(&s.excludes))
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text).to_string();
+    let mut findings = out.findings;
+    findings.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    Ok(Audit {
+        findings,
+        locks: out.locks,
+        sources: HashMap::from([(shown.clone(), text)]),
+        files: 1,
+        parsed: usize::from(out.parsed),
+        internal_error: out.internal_error,
+        unreadable: Vec::new(),
+        audited: vec![root_relative(&shown, &p.root_prefix, &p.cwd)],
+    })
+}
+
+/// `lockaudit completions SHELL`: the completion script clap_complete
+/// generates from the command line's definition.
+fn completions(shell: clap_complete::Shell) -> Result<ExitStatus, Failure> {
+    use clap::CommandFactory;
+    let mut cmd = Cli::command();
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "lockaudit", &mut out);
+    emit(None, &String::from_utf8_lossy(&out))?;
+    Ok(ExitStatus::Clean)
+}
+
+/// `lockaudit manpage`: the man page clap_mangen renders from the command
+/// line's definition (the top level, its options and the subcommands).
+fn manpage() -> Result<ExitStatus, Failure> {
+    use clap::CommandFactory;
+    let mut out = Vec::new();
+    clap_mangen::Man::new(Cli::command()).render(&mut out)?;
+    emit(None, &String::from_utf8_lossy(&out))?;
+    Ok(ExitStatus::Clean)
 }
 
 /// The width of the terminal on stdout: `COLUMNS` when set, else what the
@@ -873,8 +1002,33 @@ fn read_baseline(path: &Path) -> Result<Baseline, Failure> {
 }
 
 fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
-    let prepared = prepare(&args.paths, &args.common)?;
-    let mut audit = audit(&prepared, false)?;
+    let mut common = args.common.clone();
+    common.selection = crate::cli::Selection {
+        select: args.select.clone(),
+        extend_select: args.extend_select.clone(),
+        ignore: args.ignore.clone(),
+    };
+    let paths: &[PathBuf] = match &args.stdin_filename {
+        Some(_)
+            if args
+                .paths
+                .iter()
+                .all(|p| p == Path::new(".") || p == Path::new("-")) =>
+        {
+            &[]
+        }
+        Some(_) => {
+            return Err(Failure(
+                "--stdin-filename audits standard input: give no PATHS (or `-`)".into(),
+            ))
+        }
+        None => &args.paths,
+    };
+    let prepared = prepare(paths, &common)?;
+    let mut audit = match &args.stdin_filename {
+        Some(name) => audit_stdin(&prepared, name)?,
+        None => audit(&prepared, false)?,
+    };
     if args.fix {
         audit = fix_and_audit_again(args, &prepared, audit)?;
     }
@@ -988,7 +1142,7 @@ fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
     };
     let tty = args.output.is_none() && std::io::stdout().is_terminal();
     let opts = report::Options {
-        color: use_color(args.color, tty),
+        color: use_color(args.color, args.output.is_none()),
         // Not a terminal: `COLUMNS` or 100 for diagnostics; tables keep a
         // fixed width, so logs do not depend on who ran them.
         width: match (tty, args.format) {
@@ -1002,7 +1156,11 @@ fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
         changed: changed.as_ref(),
         root: Some(&prepared.root),
     };
-    let text = report::render(args.format, &audit.findings, &summary, &opts);
+    let text = if args.statistics {
+        statistics(&audit.findings, args.format)
+    } else {
+        report::render(args.format, &audit.findings, &summary, &opts)
+    };
     emit(args.output.as_deref(), &text)?;
     if args.format == Format::Github {
         if let Some(file) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|f| !f.is_empty()) {

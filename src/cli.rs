@@ -41,6 +41,12 @@ pub enum Command {
     Annotate(AnnotateArgs),
     /// A language server on stdio: diagnostics as you edit, quick fixes as code actions
     Lsp(LspArgs),
+    /// Test a rule pack against the fixtures beside it (`//~ check-id` markers)
+    TestPack(TestPackArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    Completions(CompletionsArgs),
+    /// Print the man page (roff), e.g. `lockaudit manpage > lockaudit.1`
+    Manpage,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -60,7 +66,8 @@ pub enum Color {
 
 #[derive(Debug, Args, Default, Clone)]
 pub struct CommonArgs {
-    /// Config file (default: lockaudit.yaml or .lockaudit.yaml, from the first path up to the repository root)
+    /// One config file for every audited file (default: each file's nearest lockaudit.yaml or
+    /// .lockaudit.yaml, from its own directory up to the repository root)
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Do not audit files matching GLOB (relative to the current directory); repeatable
@@ -78,6 +85,9 @@ pub struct CommonArgs {
     /// Parse every file, even those that cannot mention a lock API (for testing the pre-filter)
     #[arg(long, hide = true)]
     pub no_prefilter: bool,
+    /// Set by `check` from its `--select`, `--extend-select` and `--ignore`.
+    #[arg(skip)]
+    pub selection: Selection,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -115,8 +125,110 @@ pub struct CheckArgs {
     /// Apply the exact fixes to the files, then report what remains
     #[arg(long, conflicts_with = "write_baseline")]
     pub fix: bool,
+    /// Run only these checks (comma-separated check ids, or `all`); replaces the config's choice
+    #[arg(long, value_name = "CHECKS", value_delimiter = ',', value_parser = parse_selector)]
+    pub select: Vec<Selector>,
+    /// Run these checks too (comma-separated check ids), even those the config turns off
+    #[arg(long, value_name = "CHECKS", value_delimiter = ',', value_parser = parse_selector)]
+    pub extend_select: Vec<Selector>,
+    /// Do not run these checks (comma-separated check ids); wins over --select
+    #[arg(long, value_name = "CHECKS", value_delimiter = ',', value_parser = parse_selector)]
+    pub ignore: Vec<Selector>,
+    /// Print the number of findings per check instead of the findings
+    #[arg(long, conflicts_with_all = ["write_baseline", "update_baseline"])]
+    pub statistics: bool,
+    /// Audit standard input as the file PATH (which need not exist): its config, crate and the
+    /// path in the report are PATH's. Give no PATHS, or `-`
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["fix", "write_baseline", "update_baseline", "new_since"])]
+    pub stdin_filename: Option<PathBuf>,
     #[command(flatten)]
     pub common: CommonArgs,
+}
+
+/// A check named by `--select`, `--extend-select` or `--ignore`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Selector {
+    All,
+    Check(crate::checks::CheckId),
+}
+
+impl Selector {
+    pub fn covers(self, id: crate::checks::CheckId) -> bool {
+        match self {
+            Selector::All => true,
+            Selector::Check(c) => c == id,
+        }
+    }
+}
+
+/// A check id, or `all`; an unknown id is an error with the closest id.
+fn parse_selector(s: &str) -> Result<Selector, String> {
+    let s = s.trim();
+    if s.eq_ignore_ascii_case("all") {
+        return Ok(Selector::All);
+    }
+    match crate::checks::CheckId::parse(s) {
+        Some(id) => Ok(Selector::Check(id)),
+        None => {
+            let ids = crate::checks::CHECKS.iter().map(|c| c.id.as_str());
+            let near = crate::suggest::closest(s, ids)
+                .map(|c| format!("did you mean `{c}`? "))
+                .unwrap_or_default();
+            Err(format!(
+                "unknown check `{s}`; {near}`lockaudit rules` lists the check ids"
+            ))
+        }
+    }
+}
+
+/// What the command line says about which checks run, applied to each
+/// config's severities ([`Selection::apply`]).
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    pub select: Vec<Selector>,
+    pub extend_select: Vec<Selector>,
+    pub ignore: Vec<Selector>,
+}
+
+impl Selection {
+    pub fn is_empty(&self) -> bool {
+        self.select.is_empty() && self.extend_select.is_empty() && self.ignore.is_empty()
+    }
+
+    /// Turns checks on and off in a config's severities, as ruff does:
+    /// `--select` replaces the config's set, `--extend-select` adds to it,
+    /// and `--ignore` removes from both. A check the config turned off and
+    /// the command line selects (by id or `all`) runs at its default severity; one
+    /// that stays on keeps the config's severity.
+    pub fn apply(
+        &self,
+        checks: &mut std::collections::BTreeMap<
+            crate::checks::CheckId,
+            Option<crate::finding::Severity>,
+        >,
+    ) {
+        if self.is_empty() {
+            return;
+        }
+        for id in crate::checks::CheckId::ALL {
+            let named = |list: &[Selector]| list.iter().any(|s| s.covers(id));
+            let configured = checks
+                .get(&id)
+                .copied()
+                .unwrap_or(Some(id.default_severity()));
+            let on = if self.ignore.iter().any(|s| s.covers(id)) {
+                false
+            } else if named(&self.extend_select) {
+                true
+            } else if !self.select.is_empty() {
+                named(&self.select)
+            } else {
+                configured.is_some()
+            };
+            let severity = on.then(|| configured.unwrap_or(id.default_severity()));
+            checks.insert(id, severity);
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -197,6 +309,24 @@ pub struct AnnotateArgs {
     pub write: bool,
     #[command(flatten)]
     pub common: CommonArgs,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct TestPackArgs {
+    /// The rule pack (YAML) to test
+    #[arg(value_name = "PACK")]
+    pub pack: PathBuf,
+    /// Fixture files or directories (default: the `.rs` files beside PACK and under a directory
+    /// named after it without `.yaml`)
+    #[arg(value_name = "FIXTURES")]
+    pub fixtures: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct CompletionsArgs {
+    /// The shell to complete for
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 #[derive(Debug, Args, Clone)]

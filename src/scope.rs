@@ -39,6 +39,8 @@ pub struct Scopes {
     repo_prefix: String,
     /// Configs or packs that could not be loaded; the run stops (exit 2).
     pub errors: Vec<YamlErrors>,
+    /// `--select`, `--extend-select`, `--ignore`: applied to every config.
+    selection: crate::cli::Selection,
 }
 
 impl Scopes {
@@ -56,6 +58,7 @@ impl Scopes {
             cwd: cwd.to_path_buf(),
             repo_prefix: repo_prefix.to_string(),
             errors: Vec::new(),
+            selection: crate::cli::Selection::default(),
         };
         let first = match config {
             Some(p) => config::load(p, &walk::display_path(p, cwd)),
@@ -65,12 +68,23 @@ impl Scopes {
         scopes
     }
 
+    /// The command line's choice of checks, applied to every config of
+    /// the run (those loaded already and those discovered later).
+    pub fn with_selection(mut self, selection: crate::cli::Selection) -> Scopes {
+        for s in &mut self.list {
+            selection.apply(&mut s.settings.checks);
+        }
+        self.selection = selection;
+        self
+    }
+
     fn push(&mut self, settings: Result<Settings, YamlErrors>) -> usize {
         let mut settings = settings.unwrap_or_else(|e| {
             self.errors.push(e);
             Settings::default()
         });
         settings.repo_prefix = self.repo_prefix.clone();
+        self.selection.apply(&mut settings.checks);
         let packs = PackSet::load(&settings.rules, &self.cwd).unwrap_or_else(|errs| {
             self.errors.extend(errs);
             PackSet::load(&[], &self.cwd).expect("the built-in packs load")

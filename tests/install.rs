@@ -1,8 +1,8 @@
 //! Installing and pinning: the GitHub Action's script run locally against
-//! the fixtures (the built binary instead of a download), `cargo lockaudit`,
-//! a mistyped subcommand, and every published install path naming the
-//! version in Cargo.toml and the release asset names the release workflow
-//! builds. Covers #15.
+//! the fixtures (the built binary instead of a download, or its own source
+//! built when no release exists), `cargo lockaudit`, a mistyped
+//! subcommand, the README offering only what works before a release, and
+//! the release asset names the release workflow builds. Covers #15 and #25.
 
 mod common;
 
@@ -131,18 +131,79 @@ fn a_mistyped_subcommand_is_an_error_with_a_suggestion_not_a_path() {
     assert_eq!(out.code, 0, "{out:?}");
 }
 
+/// The README's text from the heading `start` to the next heading of the
+/// same or a higher level.
+fn section<'a>(text: &'a str, start: &str) -> &'a str {
+    let level = start.chars().take_while(|c| *c == '#').count();
+    let at = text
+        .find(&format!("\n{start}\n"))
+        .unwrap_or_else(|| panic!("README lacks `{start}`"))
+        + 1;
+    let body = &text[at + start.len()..];
+    let end = body
+        .match_indices("\n#")
+        .find(|(i, _)| {
+            let hashes = body[i + 1..].chars().take_while(|c| *c == '#').count();
+            hashes <= level && body[i + 1 + hashes..].starts_with(' ')
+        })
+        .map_or(body.len(), |(i, _)| i);
+    &text[at..at + start.len() + end]
+}
+
+/// No release exists, so the README offers only what works today as
+/// available (building from source with `--locked`), and every release
+/// path (the tag, the download, binstall, crates.io) stands under "Once a
+/// `v*` tag is published" or in a paragraph saying so, with the version in
+/// Cargo.toml.
 #[test]
-fn every_install_path_names_the_version_in_cargo_toml() {
+fn install_offers_only_what_works_today_and_marks_the_release_paths() {
     let v = version();
     let readme = read("README.md");
+    let install = section(&readme, "## Install");
+    let later = section(&readme, "### Once a `v*` tag is published");
+    let today = &install[..install
+        .find(later)
+        .expect("the release paths are in Install")];
+    for needle in [
+        "cargo install --locked --path .",
+        "cargo install --locked --git https://github.com/lockaudit/lockaudit",
+        "lockaudit/lockaudit@<commit>",
+        "language: system",
+    ] {
+        assert!(today.contains(needle), "Install lacks `{needle}`:\n{today}");
+    }
+    for released in ["releases/download", "binstall", "--tag", "@v", "rev: v"] {
+        assert!(
+            !today.contains(released),
+            "Install offers `{released}` as available today:\n{today}"
+        );
+    }
     for needle in [
         format!("lockaudit/lockaudit@v{v}"),
         format!("rev: v{v}"),
-        format!("--version {v} --locked"),
-        format!("cli:lockaudit:{v}"),
+        format!("--tag v{v}"),
+        format!("binstall lockaudit --version {v}"),
         format!("releases/download/v{v}/lockaudit-v{v}-x86_64-unknown-linux-musl.tar.gz"),
     ] {
-        assert!(readme.contains(&needle), "README lacks `{needle}`");
+        assert!(later.contains(&needle), "the release paths lack `{needle}`");
+    }
+    // Anywhere else, a release is named only in a paragraph that says it
+    // does not exist yet.
+    let outside = readme.replace(later, "");
+    for paragraph in outside.split("\n\n") {
+        for released in [
+            format!("@v{v}"),
+            format!("rev: v{v}"),
+            "releases/download".into(),
+        ] {
+            if paragraph.contains(&released) {
+                let words = paragraph.split_whitespace().collect::<Vec<_>>().join(" ");
+                assert!(
+                    words.contains("nce a `v*` tag is published"),
+                    "`{released}` offered without saying no release exists yet:\n{paragraph}"
+                );
+            }
+        }
     }
     // No other version is offered anywhere a user copies from.
     for (file, text) in [
@@ -158,8 +219,57 @@ fn every_install_path_names_the_version_in_cargo_toml() {
             assert_eq!(rest.trim_end_matches('.'), v, "{file} offers v{rest}");
         }
     }
+    let hooks = read(".pre-commit-hooks.yaml");
+    assert!(hooks.contains("rev: <commit>"), "{hooks}");
+    assert!(hooks.contains("language: system"), "{hooks}");
     assert!(read("action.yml").contains(&format!("default: \"{v}\"")));
-    assert!(read(".pre-commit-hooks.yaml").contains(&format!("rev: v{v}")));
+}
+
+/// The licence files the crate's `license` names, and a changelog with an
+/// Unreleased section, exist and ship in the package.
+#[test]
+fn licences_and_changelog_exist_and_ship() {
+    let cargo = read("Cargo.toml");
+    assert!(cargo.contains("license = \"MIT OR Apache-2.0\""));
+    let mit = read("LICENSE-MIT");
+    assert!(mit.starts_with("MIT License"), "{mit}");
+    assert!(mit.contains("Copyright (c) The lockaudit authors"));
+    let apache = read("LICENSE-APACHE");
+    assert!(apache.contains("Apache License") && apache.contains("Version 2.0, January 2004"));
+    assert!(apache.contains("END OF TERMS AND CONDITIONS"));
+    let changelog = read("CHANGELOG.md");
+    assert!(changelog.contains("Keep a Changelog"));
+    assert!(changelog.contains("## [Unreleased]"));
+    for file in ["LICENSE-MIT", "LICENSE-APACHE", "CHANGELOG.md"] {
+        assert!(
+            cargo.contains(&format!("\"{file}\"")),
+            "Cargo.toml `include` lacks {file}"
+        );
+    }
+}
+
+/// The minimum Rust version is stated where a user reads it, and the
+/// script that checks it uses that toolchain.
+#[test]
+fn the_minimum_rust_version_is_stated_and_checked_by_the_script() {
+    let cargo = read("Cargo.toml");
+    let msrv = cargo
+        .lines()
+        .find_map(|l| l.strip_prefix("rust-version = \""))
+        .and_then(|v| v.strip_suffix('"'))
+        .expect("Cargo.toml has a rust-version");
+    let readme = read("README.md");
+    assert!(
+        readme.contains(&format!("Rust {msrv} or newer")),
+        "README does not state the minimum Rust version {msrv}"
+    );
+    let script = read("scripts/msrv.sh");
+    assert!(
+        script.contains("rust-version"),
+        "the script reads the version from Cargo.toml"
+    );
+    assert!(script.contains("CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS=fallback"));
+    assert!(script.contains("--locked"));
 }
 
 #[test]
@@ -184,4 +294,77 @@ fn release_assets_binstall_and_the_action_agree_on_names() {
         assert!(release.contains(&format!("target: {target},")), "{target}");
         assert!(action.contains(&format!("echo {target}")), "{target}");
     }
+}
+
+/// With no release to download (none is published yet), the action builds
+/// lockaudit from its own source, the commit `uses:` pins, with
+/// `cargo install --locked --path`. Stand-ins for `curl` (every download
+/// fails, as it does before a release exists) and `cargo` (records its
+/// arguments and installs the binary under test) show what it runs.
+#[cfg(unix)]
+#[test]
+fn the_action_builds_its_own_source_with_locked_when_no_release_exists() {
+    use std::os::unix::fs::PermissionsExt;
+    let project = copy_project("unannotated");
+    let bin = tempfile::tempdir().unwrap();
+    let log = bin.path().join("cargo-args");
+    let write_tool = |name: &str, body: &str| {
+        let p = bin.path().join(name);
+        fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    write_tool("curl", "exit 22");
+    write_tool(
+        "cargo",
+        &format!(
+            "echo \"$PWD\" > '{log}'\nfor a in \"$@\"; do echo \"$a\" >> '{log}'; done\n\
+             while [ $# -gt 0 ]; do [ \"$1\" = --root ] && root=$2; shift; done\n\
+             mkdir -p \"$root/bin\" && ln -s '{real}' \"$root/bin/lockaudit\"",
+            log = log.display(),
+            real = env!("CARGO_BIN_EXE_lockaudit"),
+        ),
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let outputs = tmp.path().join("outputs");
+    fs::write(&outputs, "").unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new("bash")
+        .arg(root().join("scripts/action.sh"))
+        .current_dir(project.path())
+        .env("PATH", path)
+        .env("GITHUB_ACTION_PATH", root())
+        .env("INPUT_VERSION", version())
+        .env("INPUT_PATHS", "src")
+        .env("RUNNER_TEMP", tmp.path())
+        .env("GITHUB_OUTPUT", &outputs)
+        .env_remove("LOCKAUDIT_BIN")
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .env_remove("GITHUB_BASE_REF")
+        .env_remove("INPUT_NEW_SINCE")
+        .env_remove("INPUT_ARGS")
+        .env_remove("INPUT_SARIF")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let args = fs::read_to_string(&log).expect("cargo was run");
+    let args: Vec<&str> = args.lines().collect();
+    // Run from outside the audited checkout, so its `.cargo/config.toml`
+    // cannot reach the build.
+    assert_eq!(Path::new(args[0]), tmp.path(), "{args:?}");
+    assert_eq!(args[1], "install", "{args:?}");
+    assert!(args.contains(&"--locked"), "{args:?}");
+    let at = args.iter().position(|a| *a == "--path").expect("--path");
+    assert_eq!(Path::new(args[at + 1]), root(), "{args:?}");
+    assert!(
+        stderr.contains("building it from the action's source"),
+        "{stderr}"
+    );
+    // The binary it built is the one that audited.
+    let outputs = fs::read_to_string(&outputs).unwrap();
+    assert!(outputs.contains("exit-code=1\n"), "{outputs}");
 }

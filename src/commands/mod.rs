@@ -4,3 +4,4 @@
 pub mod annotate;
 pub mod fix;
 pub mod lsp;
+pub mod test_pack;

@@ -1,0 +1,324 @@
+//! `lockaudit test-pack PACK [FIXTURES...]`: a user's rule pack tested
+//! against fixture files, as `semgrep --test` and `sg test` test rules.
+//! Each fixture is audited with the pack (and the built-in packs, as a
+//! config naming the pack would load them), every check at its default
+//! severity, and its findings are compared with the `//~` markers in it:
+//!
+//! - `code(); //~ unowned-release` — a finding of that check starts on this line
+//! - `//~^ id` / `//~^^ id` — one / two lines above; `//~v id` — the line below
+//! - `//~ id-a, id-b` — two findings on this line
+//! - `//~ 17 id` — also the 1-based column
+//! - `//~ id "text"` — also that the message contains `text`
+//!
+//! A finding no marker expects and a marker no finding meets are both
+//! listed; either makes the exit code 1. A fixture without markers asserts
+//! that nothing is found in it.
+
+use std::path::{Path, PathBuf};
+
+use crate::app::Failure;
+use crate::checks::CheckId;
+use crate::cli::TestPackArgs;
+use crate::config::Settings;
+use crate::engine::Engine;
+use crate::exit::ExitStatus;
+use crate::finding::Finding;
+use crate::pack::PackSet;
+use crate::walk;
+
+/// One `//~` marker: a finding expected at `line` (1-based).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expect {
+    pub line: usize,
+    pub check: CheckId,
+    pub column: Option<usize>,
+    pub text: Option<String>,
+}
+
+/// The markers of a fixture, or the first malformed one (its line and why).
+pub fn markers(text: &str) -> Result<Vec<Expect>, String> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let Some(pos) = line.find("//~") else {
+            continue;
+        };
+        let mut rest = &line[pos + 3..];
+        let mut target = i as isize + 1;
+        while let Some(r) = rest.strip_prefix('^') {
+            target -= 1;
+            rest = r;
+        }
+        while let Some(r) = rest.strip_prefix('v') {
+            target += 1;
+            rest = r;
+        }
+        if target < 1 {
+            return Err(format!("line {}: the marker points above the file", i + 1));
+        }
+        let mut rest = rest.trim();
+        let mut column = None;
+        if let Some((num, tail)) = rest.split_once(' ') {
+            if let Ok(c) = num.parse::<usize>() {
+                column = Some(c);
+                rest = tail.trim();
+            }
+        }
+        let items = split_items(rest);
+        if items.is_empty() {
+            return Err(format!("line {}: `//~` names no check", i + 1));
+        }
+        for item in items {
+            let item = item.trim();
+            let (id, text) = match item.find('"') {
+                Some(q) => (
+                    item[..q].trim(),
+                    Some(item[q + 1..].trim_end().trim_end_matches('"').to_string()),
+                ),
+                None => (item, None),
+            };
+            let Some(check) = CheckId::parse(id) else {
+                return Err(format!(
+                    "line {}: unknown check `{id}` in the marker; {}",
+                    i + 1,
+                    crate::checks::unknown_id_help(id)
+                ));
+            };
+            out.push(Expect {
+                line: target as usize,
+                check,
+                column,
+                text,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Splits `a, b "x, y", c` on commas outside quotes.
+fn split_items(s: &str) -> Vec<String> {
+    let mut items = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    for c in s.chars() {
+        match c {
+            '"' => {
+                quoted = !quoted;
+                cur.push(c);
+            }
+            ',' if !quoted => items.push(std::mem::take(&mut cur)),
+            _ => cur.push(c),
+        }
+    }
+    if !cur.trim().is_empty() {
+        items.push(cur);
+    }
+    items.retain(|i| !i.trim().is_empty());
+    items
+}
+
+/// What one fixture got wrong: the markers no finding met, and the
+/// findings no marker expected.
+#[derive(Debug, Default)]
+pub struct Mismatch {
+    pub missing: Vec<Expect>,
+    pub extra: Vec<Finding>,
+}
+
+/// Pairs each marker with a finding it describes; what is left over on
+/// either side is the mismatch.
+pub fn compare(expected: &[Expect], findings: &[Finding]) -> Mismatch {
+    let mut extra: Vec<Option<&Finding>> = findings.iter().map(Some).collect();
+    let mut missing = Vec::new();
+    // Markers that say more (a column, a text) are matched first, so a
+    // bare marker does not take the finding a precise one needs.
+    let mut order: Vec<&Expect> = expected.iter().collect();
+    order.sort_by_key(|e| std::cmp::Reverse(e.column.is_some() as u8 + e.text.is_some() as u8));
+    for e in order {
+        let hit = extra.iter_mut().find(|f| {
+            f.is_some_and(|f| {
+                f.check == e.check
+                    && f.span.start.line == e.line
+                    && e.column.is_none_or(|c| f.span.start.column == c)
+                    && e.text
+                        .as_ref()
+                        .is_none_or(|t| f.message.contains(t.as_str()))
+            })
+        });
+        match hit {
+            Some(slot) => *slot = None,
+            None => missing.push(e.clone()),
+        }
+    }
+    missing.sort_by_key(|e| (e.line, e.check));
+    Mismatch {
+        missing,
+        extra: extra.into_iter().flatten().cloned().collect(),
+    }
+}
+
+/// The `.rs` files under `dir` (not in hidden directories or `target/`),
+/// sorted; at most a bounded number.
+fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    const MAX_FILES: usize = 10_000;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            let name = e.file_name();
+            let hidden = name.to_string_lossy().starts_with('.');
+            let Ok(ft) = e.file_type() else { continue };
+            if ft.is_dir() && !hidden && name != "target" {
+                stack.push(p);
+            } else if ft.is_file() && p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+                if out.len() >= MAX_FILES {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+pub fn run(args: &TestPackArgs) -> Result<ExitStatus, Failure> {
+    let cwd = std::env::current_dir()?;
+    let pack = &args.pack;
+    if !pack.is_file() {
+        return Err(Failure(format!(
+            "{}: no such rule pack file",
+            crate::escape::path(pack)
+        )));
+    }
+    let settings = Settings {
+        rules: vec![pack.clone()],
+        ..Settings::default()
+    };
+    let packs = PackSet::load(&settings.rules, &cwd).map_err(|errs| {
+        for e in &errs {
+            crate::app::print_yaml_errors(e);
+        }
+        Failure(String::new())
+    })?;
+    let mut files = Vec::new();
+    if args.fixtures.is_empty() {
+        let dir = match pack.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        rs_files(&dir, &mut files);
+    } else {
+        for f in &args.fixtures {
+            if f.is_dir() {
+                rs_files(f, &mut files);
+            } else if f.is_file() {
+                files.push(f.clone());
+            } else {
+                return Err(Failure(format!(
+                    "{}: no such file or directory",
+                    crate::escape::path(f)
+                )));
+            }
+        }
+    }
+    files.sort();
+    files.dedup();
+    if files.is_empty() {
+        return Err(Failure(format!(
+            "no fixtures: no `.rs` file beside {} (name fixture files or directories after the pack)",
+            crate::escape::path(pack)
+        )));
+    }
+    let engine = Engine::new(&packs, &settings);
+    let mut failed = 0;
+    let mut expected_total = 0;
+    let mut report = String::new();
+    for file in &files {
+        let shown = walk::display_path(file, &cwd);
+        let bytes = crate::app::read_capped(file, settings.max_file_size)
+            .map_err(|e| Failure(format!("{}: cannot read: {e}", crate::escape::text(&shown))))?
+            .map_err(|size| {
+                Failure(format!(
+                    "{}: {size} bytes, larger than the fixture limit",
+                    crate::escape::text(&shown)
+                ))
+            })?;
+        let text = String::from_utf8_lossy(&bytes);
+        let expected =
+            markers(&text).map_err(|e| Failure(format!("{}: {e}", crate::escape::text(&shown))))?;
+        expected_total += expected.len();
+        let out = engine.check_bytes(&shown, &bytes, false);
+        let findings: Vec<Finding> = out
+            .findings
+            .into_iter()
+            .filter(|f| f.suppressed.is_none())
+            .collect();
+        let m = compare(&expected, &findings);
+        if m.missing.is_empty() && m.extra.is_empty() {
+            continue;
+        }
+        failed += 1;
+        let shown = crate::escape::text(&shown);
+        for e in &m.missing {
+            let col = e.column.map(|c| format!(":{c}")).unwrap_or_default();
+            let text = e
+                .text
+                .as_ref()
+                .map(|t| format!(" with \"{}\"", crate::escape::text(t)))
+                .unwrap_or_default();
+            report.push_str(&format!(
+                "{shown}:{}{col}: missing: {}{text} (a marker expects it; no such finding)\n",
+                e.line,
+                e.check.as_str()
+            ));
+        }
+        for f in &m.extra {
+            report.push_str(&format!(
+                "{shown}:{}:{}: extra: {}: {} (no marker expects it)\n",
+                f.span.start.line,
+                f.span.start.column,
+                f.check.as_str(),
+                crate::escape::text(&f.message)
+            ));
+        }
+    }
+    let n = files.len();
+    let plural = crate::report::plural;
+    if failed == 0 {
+        report.push_str(&format!(
+            "test-pack: {n} fixture{} passed, {expected_total} expected finding{} found\n",
+            plural(n),
+            plural(expected_total)
+        ));
+        print!("{report}");
+        Ok(ExitStatus::Clean)
+    } else {
+        report.push_str(&format!(
+            "test-pack: {failed} of {n} fixture{} failed\n",
+            plural(n)
+        ));
+        print!("{report}");
+        Ok(ExitStatus::Findings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_point_at_lines_and_name_checks() {
+        let m = markers("a //~ unowned-release\n//~^ 3 missing-purpose \"no\"\n").unwrap();
+        assert_eq!(m.len(), 2);
+        assert_eq!((m[0].line, m[0].check), (1, CheckId::UnownedRelease));
+        assert_eq!((m[1].line, m[1].column), (1, Some(3)));
+        assert_eq!(m[1].text.as_deref(), Some("no"));
+        let err = markers("x\ny //~ unowned-relase\n").unwrap_err();
+        assert!(
+            err.contains("line 2") && err.contains("did you mean `unowned-release`"),
+            "{err}"
+        );
+        assert!(markers("//~^ missing-purpose").is_err());
+    }
+}
