@@ -548,7 +548,92 @@ fn deep_shapes() -> Vec<(&'static str, String)> {
             "ranges.rs",
             format!("fn g() {{ let _ = {}1; }}\n", ".. ".repeat(30_000)),
         ),
+        // Control flow in condition position, `let` chains, closures with
+        // several parameters, bindings: each aborted at 16,000 levels.
+        ("while.rs", control("while ", 16_000)),
+        ("if.rs", control("if ", 16_000)),
+        ("match.rs", control("match ", 16_000)),
+        ("for.rs", control("for x in ", 16_000)),
+        (
+            "if_let.rs",
+            format!("pub fn g() {{ if {}x {{}} }}\n", "let a = ".repeat(16_000)),
+        ),
+        (
+            "let_chain.rs",
+            format!(
+                "pub fn g() {{ if {}true {{}} }}\n",
+                "let Some(a) = x && ".repeat(16_000)
+            ),
+        ),
+        (
+            "closures_two.rs",
+            format!("pub fn g() {{ let f = {}1; }}\n", "|a, b| ".repeat(16_000)),
+        ),
+        (
+            "closures_generic.rs",
+            format!(
+                "pub fn g() {{ let f = {}1; }}\n",
+                "|a: Vec<A, B>| ".repeat(16_000)
+            ),
+        ),
+        (
+            "bindings.rs",
+            format!("pub fn g() {{ let {}a = 1; }}\n", "a @ &".repeat(16_000)),
+        ),
+        (
+            "turbofish.rs",
+            format!(
+                "pub fn g() {{ {}1; }}\n",
+                "return f::<A, B>() + ".repeat(16_000)
+            ),
+        ),
     ]
+}
+
+/// `pub fn g(){ while while … x {} {} … }`.
+fn control(word: &str, n: usize) -> String {
+    format!("pub fn g() {{ {}x{} }}\n", word.repeat(n), " {}".repeat(n))
+}
+
+/// Chains syn parses in a loop into a tree as deep as the chain, which a
+/// syntax error after it makes syn drop (600,000 links aborted).
+fn long_chains() -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "sum.rs",
+            format!("pub fn g() {{ let x = a{} + ; }}\n", "+a".repeat(600_000)),
+        ),
+        (
+            "calls.rs",
+            format!("pub fn g() {{ let x = a{} + ; }}\n", ".b()".repeat(600_000)),
+        ),
+        (
+            "else_if.rs",
+            format!(
+                "pub fn g() {{ if a {{}} {} }}\n",
+                "else if a {} ".repeat(600_000)
+            ),
+        ),
+    ]
+}
+
+/// What the deep shapes are made of, as real code writes it, thousands of
+/// times: all audited.
+fn shallow_twin() -> String {
+    let mut s = String::from(WITNESS);
+    s.push_str("fn busy(v: Vec<(u8, u8)>, it: &mut dyn Iterator<Item = u8>) {\n");
+    for _ in 0..2_000 {
+        s.push_str(
+            "    while let Some(x) = it.next() { if x > 0 && let Some(y) = f::<A, B>(x) { match y { a @ 1..=2 => return, _ => {} } } }\n    \
+             for (a, b) in v.iter().rev() { let g = |a, b| a + b; let h = move |p: Vec<A, B>, q| q; if a == b { } else if a < b { } else { } }\n",
+        );
+    }
+    s.push_str("}\n");
+    s.push_str(&format!(
+        "fn pipe() {{ let _ = redis::pipe(){}; }}\n",
+        ".cmd(\"SET\").arg(\"k\")".repeat(8_000)
+    ));
+    s
 }
 
 #[test]
@@ -578,6 +663,154 @@ fn deeply_nested_shapes_are_parse_errors_not_aborts() {
     }
     let r = run(dir.path(), &["inventory", "--format", "json", "."]);
     assert_eq!(r.code, Some(0), "{r:?}");
+}
+
+#[test]
+fn long_chains_are_parse_errors_not_aborts() {
+    let dir = repo();
+    for (name, text) in long_chains() {
+        fs::write(dir.path().join(name), text).unwrap();
+    }
+    let r = run(
+        dir.path(),
+        &["check", "--format", "short", "--no-prefilter", "."],
+    );
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert!(
+        r.stdout.contains("witness.rs:4:9: error[unowned-release]"),
+        "{r:?}"
+    );
+    for (name, _) in long_chains() {
+        assert!(
+            r.stdout.lines().any(|l| l.starts_with(name)
+                && l.contains("error[parse-error]")
+                && l.contains("chain more than 20000 links")),
+            "{name}: {}",
+            r.stdout
+        );
+    }
+}
+
+/// The language server parses an editor's buffer through the same guard:
+/// a buffer deep enough to abort is a `parse-error` diagnostic, and the
+/// next buffer is still served.
+#[test]
+fn the_language_server_is_guarded_too() {
+    let dir = repo();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockaudit"));
+    cmd.arg("lsp")
+        .current_dir(dir.path())
+        .env("MALLOC_ARENA_MAX", "2")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs between
+    // fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: MEMORY,
+                rlim_max: MEMORY,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut input = String::new();
+    let mut send = |body: serde_json::Value| {
+        let text = body.to_string();
+        input.push_str(&format!("Content-Length: {}\r\n\r\n{text}", text.len()));
+    };
+    send(
+        serde_json::json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": { "capabilities": {} } }),
+    );
+    send(serde_json::json!({ "jsonrpc": "2.0", "method": "initialized", "params": {} }));
+    let root = dir.path().display().to_string();
+    for (name, text) in [
+        (
+            "while.rs",
+            format!("{WITNESS}{}", control("while ", 16_000)),
+        ),
+        (
+            "closures.rs",
+            format!(
+                "{WITNESS}pub fn g() {{ let f = {}1; }}\n",
+                "|a, b| ".repeat(16_000)
+            ),
+        ),
+        ("witness.rs", WITNESS.to_string()),
+    ] {
+        send(
+            serde_json::json!({ "jsonrpc": "2.0", "method": "textDocument/didOpen", "params": { "textDocument": {
+            "uri": format!("file://{root}/{name}"), "languageId": "rust", "version": 1, "text": text } } }),
+        );
+    }
+    send(serde_json::json!({ "jsonrpc": "2.0", "id": 2, "method": "shutdown", "params": null }));
+    send(serde_json::json!({ "jsonrpc": "2.0", "method": "exit", "params": null }));
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        let _ = stdin.write_all(input.as_bytes());
+    });
+    let mut out = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut b = String::new();
+        let _ = out.read_to_string(&mut b);
+        b
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("lockaudit lsp did not finish in {TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    writer.join().unwrap();
+    let out = reader.join().unwrap();
+    assert_eq!(status.code(), Some(0), "{status:?}\n{out}");
+    let diagnostics: Vec<&str> = out
+        .split("Content-Length")
+        .filter(|m| m.contains("publishDiagnostics"))
+        .collect();
+    for name in ["while.rs", "closures.rs"] {
+        assert!(
+            diagnostics
+                .iter()
+                .any(|m| m.contains(name) && m.contains("parse-error") && m.contains("256 levels")),
+            "{name}: {out}"
+        );
+    }
+    assert!(
+        diagnostics
+            .iter()
+            .any(|m| m.contains("witness.rs") && m.contains("unowned-release")),
+        "{out}"
+    );
+}
+
+/// The same constructs, nested as code nests them, are audited.
+#[test]
+fn control_flow_closures_and_chains_at_real_depths_are_audited() {
+    let dir = repo();
+    fs::write(dir.path().join("twin.rs"), shallow_twin()).unwrap();
+    let r = run(
+        dir.path(),
+        &["check", "--format", "short", "--no-prefilter", "."],
+    );
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert!(
+        r.stdout.contains("twin.rs:4:9: error[unowned-release]"),
+        "{r:?}"
+    );
+    assert!(!r.stdout.contains("parse-error"), "{}", r.stdout);
 }
 
 /// A file named alone is judged knowing its crate, but a `Cargo.toml`
