@@ -277,6 +277,116 @@ fn file_names_with_control_characters_are_escaped_in_every_text_format() {
     assert_no_forged_line("inventory", &r.raw_stdout);
 }
 
+/// No workflow command of any form in a log line: `::` at its start, or
+/// the legacy `##[` (and `##vso[`) anywhere in it.
+fn assert_no_command(what: &str, bytes: &[u8], own_commands: bool) {
+    let text = String::from_utf8_lossy(bytes);
+    for line in text.lines() {
+        let t = line.trim_start();
+        if own_commands && t.starts_with("::") {
+            assert!(
+                ["::error file=", "::warning file=", "::notice file="]
+                    .iter()
+                    .any(|c| t.starts_with(c)),
+                "{what}: a forged command: {line:?}"
+            );
+        } else {
+            assert!(!t.starts_with("::"), "{what}: a command: {line:?}\n{text}");
+        }
+        assert!(
+            !line.contains("##[") && !line.contains("##vso["),
+            "{what}: a legacy command: {line:?}\n{text}"
+        );
+    }
+}
+
+/// A file name or a key holding `##[cmd]`, which a runner obeys anywhere
+/// in a line, and `::` after leading white space: shown broken in every
+/// format and on stderr; the report's own annotations still come through.
+#[test]
+fn legacy_workflow_commands_are_never_printed() {
+    let dir = repo();
+    let src = dir.path().join("src");
+    fs::create_dir(&src).unwrap();
+    fs::write(src.join("##[stop-commands]x.rs"), WITNESS).unwrap();
+    fs::write(src.join("##vso[task.setvariable variable=a]b.rs"), WITNESS).unwrap();
+    fs::write(src.join("zero\u{200b}width.rs"), WITNESS).unwrap();
+    fs::write(src.join("a\\b.rs"), WITNESS).unwrap();
+    fs::write(
+        src.join("keys.rs"),
+        "fn f(con: &mut redis::Connection) -> redis::RedisResult<()> {\n    \
+         let _: () = redis::cmd(\"DEL\").arg(\"##[error file=README.md;line=1]FORGED\").query(con)?;\n    Ok(())\n}\n",
+    )
+    .unwrap();
+    // Not UTF-8 in places, and a name the walker reports on stderr.
+    fs::write(dir.path().join("##[error]note.rs.orig"), "x").unwrap();
+    for format in ["human", "short", "table", "json", "sarif", "github"] {
+        let r = run(
+            dir.path(),
+            &["check", "--format", format, "--no-prefilter", "."],
+        );
+        assert_eq!(r.code, Some(1), "{format}: {r:?}");
+        assert_no_command(format, &r.raw_stdout, format == "github");
+        assert_no_command(format, &r.raw_stderr, false);
+        if format == "json" || format == "sarif" {
+            let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+            assert!(v.to_string().contains("stop-commands"), "{format}");
+        }
+        if format == "github" {
+            // The twin: the witness's annotation is there.
+            assert!(
+                r.stdout.contains("::error file=witness.rs,line=4,col=9"),
+                "{}",
+                r.stdout
+            );
+        }
+        if format == "short" {
+            assert!(
+                r.stdout.contains("src/#\\x23[stop-commands]x.rs:4:9"),
+                "{}",
+                r.stdout
+            );
+            assert!(
+                r.stdout.contains("zero\\u{200b}width.rs:4:9"),
+                "{}",
+                r.stdout
+            );
+            // A backslash in a name stays distinguishable from a folder.
+            assert!(r.stdout.contains("src/a\\\\b.rs:4:9"), "{}", r.stdout);
+            assert!(!r.stdout.contains("src/a/b.rs"), "{}", r.stdout);
+        }
+    }
+    // The step summary: no command, no link or image.
+    let summary = dir.path().join("../summary.md");
+    let r = run_with(dir.path(), &["check", "--format", "github", "."], |c| {
+        c.env("GITHUB_STEP_SUMMARY", &summary);
+    });
+    assert_eq!(r.code, Some(1), "{r:?}");
+    let md = fs::read(&summary).unwrap();
+    assert_no_command("summary", &md, false);
+    let _ = fs::remove_file(&summary);
+}
+
+/// The `annotate` diff: a context line ` ::error::…` is a command once a
+/// runner trims its leading space.
+#[test]
+fn annotate_diff_context_lines_are_no_commands() {
+    let dir = repo();
+    fs::write(
+        dir.path().join("ctx.rs"),
+        "use redis::Commands;\nconst S: &str = r\"\n::error file=README.md::FORGED\n##[warning]FORGED\n\";\n\
+         fn f(con: &mut redis::Connection) -> redis::RedisResult<()> {\n    let _: bool = con.set_nx(\"lock:a\", 1)?;\n    Ok(())\n}\n",
+    )
+    .unwrap();
+    let r = run(
+        dir.path(),
+        &["annotate", "--purpose", "efficiency", "ctx.rs"],
+    );
+    assert!(r.stdout.contains("lock-purpose"), "{r:?}");
+    assert_no_command("annotate", &r.raw_stdout, false);
+    assert_no_command("annotate", &r.raw_stderr, false);
+}
+
 #[test]
 fn skip_notes_on_stderr_are_escaped() {
     let dir = repo();
