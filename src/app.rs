@@ -832,14 +832,14 @@ fn emit(output: Option<&Path>, text: &str) -> Result<(), Failure> {
     emit_report(output, text, false)
 }
 
-/// Writes the report; on standard output it is made safe for a CI log
-/// ([`crate::escape::log`]), keeping the workflow commands of the
-/// `--format github` report (`commands`).
+/// Writes the report, made safe for a CI log ([`crate::escape::log`]),
+/// keeping the workflow commands of the `--format github` report
+/// (`commands`); a file gets the same bytes as standard output.
 fn emit_report(output: Option<&Path>, text: &str, commands: bool) -> Result<(), Failure> {
+    let text = crate::escape::log(text, commands);
     match output {
         Some(p) => write_atomic(p, text.as_bytes()),
         None => {
-            let text = crate::escape::log(text, commands);
             let mut out = std::io::stdout().lock();
             let mut written = 0;
             let bytes = text.as_bytes();

@@ -117,7 +117,12 @@ fn break_legacy_commands(s: &str, hash: &str) -> String {
 /// which keeps it valid and lossless).
 pub fn log(s: &str, commands: bool) -> Cow<'_, str> {
     let json = s.trim_start().starts_with(['{', '[']);
-    let starts_command = |line: &str| line.trim_start_matches([' ', '\t']).starts_with("::");
+    // A command is `::` and its name (`::error`, `::add-mask`): the
+    // `::: path` of a diagnostic's secondary location is none.
+    let starts_command = |line: &str| {
+        let t = line.trim_start_matches([' ', '\t']);
+        t.starts_with("::") && t[2..].starts_with(|c: char| c.is_ascii_alphabetic())
+    };
     let needs_lines = !commands && s.split('\n').any(starts_command);
     if !needs_lines && !has_legacy_command(s) {
         return Cow::Borrowed(s);
@@ -251,6 +256,7 @@ mod tests {
         );
         assert_eq!(log("ok\n  ::error::x\n", false), "ok\n  \\x3a:error::x\n");
         assert_eq!(log("::error file=a::m\n", true), "::error file=a::m\n");
+        assert_eq!(log("  ::: src/a.rs:5:25\n", false), "  ::: src/a.rs:5:25\n");
         assert_eq!(
             log("{\"a\": \"##[error]\"}", false),
             "{\"a\": \"#\\u0023[error]\"}"
