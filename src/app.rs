@@ -42,7 +42,7 @@ pub fn main(cargo_subcommand: bool) -> ExitStatus {
     let args = match crate::cli::normalize(std::env::args_os().collect(), cargo_subcommand) {
         Ok(a) => a,
         Err(msg) => {
-            eprintln!("error: {msg}");
+            crate::escape::eprint_block(&format!("error: {msg}\n"));
             return ExitStatus::Error;
         }
     };
@@ -958,6 +958,14 @@ fn default_permissions() -> Option<std::fs::Permissions> {
 }
 
 fn emit(output: Option<&Path>, text: &str) -> Result<(), Failure> {
+    emit_report(output, text, false)
+}
+
+/// Writes the report, made safe for a CI log ([`crate::escape::log`]),
+/// keeping the workflow commands of the `--format github` report
+/// (`commands`); a file gets the same bytes as standard output.
+fn emit_report(output: Option<&Path>, text: &str, commands: bool) -> Result<(), Failure> {
+    let text = crate::escape::log(text, commands);
     match output {
         Some(p) => write_atomic(p, text.as_bytes()),
         None => {
@@ -1081,7 +1089,10 @@ fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
                 pruned.len(),
             );
             for e in &dropped {
-                eprintln!("  dropped: {} in {} ({})", e.check, e.path, e.message);
+                crate::escape::eprintln(&format!(
+                    "  dropped: {} in {} ({})",
+                    e.check, e.path, e.message
+                ));
             }
         }
         return Ok(if tool_error {
@@ -1161,7 +1172,7 @@ fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
     } else {
         report::render(args.format, &audit.findings, &summary, &opts)
     };
-    emit(args.output.as_deref(), &text)?;
+    emit_report(args.output.as_deref(), &text, args.format == Format::Github)?;
     if args.format == Format::Github {
         if let Some(file) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|f| !f.is_empty()) {
             let md = report::github_step_summary(&audit.findings, &summary);

@@ -6,8 +6,16 @@
 //!
 //! One rule everywhere: control characters (C0, DEL, C1), the Unicode line
 //! and paragraph separators and the bidirectional overrides are shown as
-//! Rust-style escapes (`\n`, `\r`, `\t`, `\0`, `\x1b`, `\u{202e}`). Paths
-//! are also made lossless: bytes that are not UTF-8 are shown as `\xff`.
+//! Rust-style escapes (`\n`, `\r`, `\t`, `\0`, `\x1b`, `\u{202e}`), and so
+//! are zero-width characters. Paths are also made lossless: bytes that are
+//! not UTF-8 are shown as `\xff`, a backslash as `\\`.
+//!
+//! A CI runner also reads workflow commands from its log: `::cmd` at the
+//! start of a line (after white space) and the legacy `##[cmd]` (and Azure's
+//! `##vso[`) anywhere in one. [`text`] breaks the second `#` of `##[` and
+//! `##vso[` (`#\x23[`); [`log`] is the last step of everything written to
+//! standard output or standard error, and also breaks a `::` that starts a
+//! line (`\x3a:`).
 
 use std::borrow::Cow;
 use std::ffi::OsStr;
@@ -20,8 +28,16 @@ pub fn needs_escape(c: char) -> bool {
     c.is_control()
         || matches!(
             c,
-            '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}'
+            '\u{00ad}'
+                | '\u{061c}'
+                | '\u{180e}'
+                | '\u{200b}'..='\u{200f}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2060}'..='\u{2064}'
                 | '\u{2066}'..='\u{2069}'
+                | '\u{feff}'
         )
 }
 
@@ -51,9 +67,10 @@ pub fn escaped_len(c: char) -> usize {
     s.len()
 }
 
-/// `s` with every control character escaped; borrowed when nothing is.
+/// `s` with every control character escaped, and the legacy workflow
+/// command openers `##[` and `##vso[` broken; borrowed when nothing is.
 pub fn text(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(needs_escape) {
+    if !s.chars().any(needs_escape) && !has_legacy_command(s) {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);
@@ -64,7 +81,70 @@ pub fn text(s: &str) -> Cow<'_, str> {
             out.push(c);
         }
     }
-    Cow::Owned(out)
+    Cow::Owned(break_legacy_commands(&out, "\\x23"))
+}
+
+fn has_legacy_command(s: &str) -> bool {
+    s.contains("##[") || s.contains("##vso[")
+}
+
+/// `s` with the second `#` of every `##[` and `##vso[` written as `hash`.
+fn break_legacy_commands(s: &str, hash: &str) -> String {
+    if !has_legacy_command(s) {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    let mut rest = s;
+    while let Some(at) = rest.find("##") {
+        let after = &rest[at + 2..];
+        out.push_str(&rest[..at + 1]);
+        if after.starts_with('[') || after.starts_with("vso[") {
+            out.push_str(hash);
+        } else {
+            out.push('#');
+        }
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Everything written to standard output or standard error, last: no line
+/// starts a workflow command (`::cmd` after white space becomes
+/// `\x3a:cmd`) unless `commands` (the `--format github` report, whose
+/// commands are lockaudit's own and whose values are percent-escaped), and
+/// no `##[` or `##vso[` is left anywhere (`#\x23[`; `#\u0023[` in JSON,
+/// which keeps it valid and lossless).
+pub fn log(s: &str, commands: bool) -> Cow<'_, str> {
+    let json = s.trim_start().starts_with(['{', '[']);
+    // A command is `::` and its name (`::error`, `::add-mask`): the
+    // `::: path` of a diagnostic's secondary location is none.
+    let starts_command = |line: &str| {
+        let t = line.trim_start_matches([' ', '\t']);
+        t.starts_with("::") && t[2..].starts_with(|c: char| c.is_ascii_alphabetic())
+    };
+    let needs_lines = !commands && s.split('\n').any(starts_command);
+    if !needs_lines && !has_legacy_command(s) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for (i, line) in s.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        if !commands && starts_command(line) {
+            let lead = line.len() - line.trim_start_matches([' ', '\t']).len();
+            out.push_str(&line[..lead]);
+            out.push_str(if json { "\\u003a" } else { "\\x3a" });
+            out.push_str(&line[lead + 1..]);
+        } else {
+            out.push_str(line);
+        }
+    }
+    Cow::Owned(break_legacy_commands(
+        &out,
+        if json { "\\u0023" } else { "\\x23" },
+    ))
 }
 
 /// Several lines: each line escaped, the line breaks kept (a rendered
@@ -81,8 +161,8 @@ pub fn lines(s: &str) -> String {
 }
 
 /// A file name, lossless and printable: UTF-8 as is, every other byte as
-/// `\xNN`, control characters escaped. Two different names never print
-/// alike, as long as the name holds no backslash (printed paths use `/`).
+/// `\xNN`, control characters escaped, a backslash doubled: two different
+/// names never print alike.
 pub fn os_str(s: &OsStr) -> String {
     #[cfg(unix)]
     {
@@ -96,7 +176,15 @@ pub fn os_str(s: &OsStr) -> String {
 }
 
 /// Bytes that should be text (a path from git): as [`os_str`].
-pub fn bytes(mut b: &[u8]) -> String {
+pub fn bytes(b: &[u8]) -> String {
+    if !b.contains(&b'\\') {
+        return bytes_unquoted(b);
+    }
+    let parts: Vec<String> = b.split(|&c| c == b'\\').map(bytes_unquoted).collect();
+    parts.join("\\\\")
+}
+
+fn bytes_unquoted(mut b: &[u8]) -> String {
     let mut out = String::with_capacity(b.len());
     loop {
         match std::str::from_utf8(b) {
@@ -126,13 +214,15 @@ pub fn path(p: &Path) -> String {
 /// ignored: losing a note must not lose the report.
 pub fn eprintln(line: &str) {
     let mut err = std::io::stderr().lock();
-    let _ = err.write_all(text(line).as_bytes());
+    let _ = err.write_all(log(&text(line), false).as_bytes());
     let _ = err.write_all(b"\n");
 }
 
 /// Writes a block (a rendered diagnostic) to stderr, each line escaped.
 pub fn eprint_block(block: &str) {
-    let _ = std::io::stderr().lock().write_all(lines(block).as_bytes());
+    let _ = std::io::stderr()
+        .lock()
+        .write_all(log(&lines(block), false).as_bytes());
 }
 
 #[cfg(test)]
@@ -148,6 +238,33 @@ mod tests {
         assert_eq!(text("\u{85}\u{202e}é"), "\\u{85}\\u{202e}é");
         assert!(matches!(text("plain/path.rs"), Cow::Borrowed(_)));
         assert_eq!(lines("one\ntwo\x1b"), "one\ntwo\\x1b");
+    }
+
+    #[test]
+    fn workflow_commands_are_broken() {
+        assert_eq!(
+            text("src/##[stop-commands]x.rs"),
+            "src/#\\x23[stop-commands]x.rs"
+        );
+        assert_eq!(
+            text("a ##vso[task] #[x] ## b"),
+            "a #\\x23vso[task] #[x] ## b"
+        );
+        assert_eq!(
+            text("zero\u{200b}width\u{feff}"),
+            "zero\\u{200b}width\\u{feff}"
+        );
+        assert_eq!(log("ok\n  ::error::x\n", false), "ok\n  \\x3a:error::x\n");
+        assert_eq!(log("::error file=a::m\n", true), "::error file=a::m\n");
+        assert_eq!(log("  ::: src/a.rs:5:25\n", false), "  ::: src/a.rs:5:25\n");
+        assert_eq!(
+            log("{\"a\": \"##[error]\"}", false),
+            "{\"a\": \"#\\u0023[error]\"}"
+        );
+        assert!(
+            serde_json::from_str::<serde_json::Value>(&log("{\"a\": \"##[e]\"}", false)).is_ok()
+        );
+        assert_eq!(bytes(b"a\\b.rs"), "a\\\\b.rs");
     }
 
     #[test]

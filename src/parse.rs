@@ -2,8 +2,10 @@
 //! of nesting, and a stack overflow aborts the whole process: no report,
 //! no other file. So every parse goes through [`file`], which refuses code
 //! that the comment lexer measured deeper than
-//! [`crate::directives::lexer::MAX_NESTING`] levels, and runs on a thread
-//! of a [`pool`] whose stacks are [`STACK`] bytes.
+//! [`crate::directives::lexer::MAX_NESTING`] levels, or chained longer
+//! than [`crate::directives::lexer::MAX_CHAIN`] links (syn parses a chain in
+//! a loop, but the tree it builds, and drops, is as deep as the chain), and
+//! runs on a thread of a [`pool`] whose stacks are [`STACK`] bytes.
 
 use crate::directives::lexer;
 
@@ -28,7 +30,7 @@ impl Refused {
     pub fn message(&self) -> String {
         match self {
             Refused::TooDeep(_) => format!(
-                "brackets, generics or prefix operators nest deeper than {} levels",
+                "brackets, generics, prefix operators, closures or control flow nest deeper than {} levels",
                 lexer::MAX_NESTING
             ),
             Refused::Syntax { message, .. } => message.clone(),
@@ -38,9 +40,22 @@ impl Refused {
 
 /// Parses `text`, given the nesting the lexer measured for it (`too_deep`
 /// from [`lexer::Lexed`]).
-pub fn file_measured(text: &str, too_deep: Option<usize>) -> Result<syn::File, Refused> {
-    if let Some(offset) = too_deep {
-        return Err(Refused::TooDeep(offset));
+pub fn file_measured(text: &str, too_deep: Option<lexer::Deep>) -> Result<syn::File, Refused> {
+    match too_deep {
+        Some(lexer::Deep::Nesting(offset)) => return Err(Refused::TooDeep(offset)),
+        Some(lexer::Deep::Chain(offset)) => {
+            let before = &text[..offset.min(text.len())];
+            let line_start = before.rfind('\n').map_or(0, |n| n + 1);
+            return Err(Refused::Syntax {
+                line: before.matches('\n').count() + 1,
+                column: before[line_start..].chars().count(),
+                message: format!(
+                    "operators, calls, fields or `else if` chain more than {} links",
+                    lexer::MAX_CHAIN
+                ),
+            });
+        }
+        None => {}
     }
     syn::parse_file(text).map_err(|e| {
         let s = e.span().start();

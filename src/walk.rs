@@ -290,12 +290,9 @@ fn printable(os: &std::ffi::OsStr) -> String {
     #[cfg(unix)]
     {
         use std::os::unix::ffi::OsStrExt;
-        let bytes: Vec<u8> = os
-            .as_bytes()
-            .iter()
-            .map(|&b| if b == b'\\' { b'/' } else { b })
-            .collect();
-        crate::escape::bytes(&bytes)
+        // A backslash is part of the name here, not a separator: shown
+        // doubled, so `a\\b.rs` is never taken for `a/b.rs`.
+        crate::escape::bytes(os.as_bytes())
     }
     #[cfg(not(unix))]
     {

@@ -183,149 +183,119 @@ mod tests {
     }
 }
 
-/// Deepest flow nesting (`[[[…]]]`, `{{…}}`) accepted in a config or pack.
+/// Deepest nesting of collections (`[[[…]]]`, `{{…}}`, block lists and
+/// maps) accepted in a config or pack.
 pub const MAX_FLOW_DEPTH: usize = 32;
 
 /// What lockaudit's own YAML never needs, and a stranger's YAML can use
 /// to make a small file expensive: an anchor or alias (`&a`, `*a`, whose
-/// expansion can be quadratic or worse) or flow collections nested deeper
-/// than [`MAX_FLOW_DEPTH`]. Found by a scan of the text, before any YAML
-/// parser sees it: the first such place and what is wrong there.
+/// expansion can be quadratic or worse) or collections nested deeper than
+/// [`MAX_FLOW_DEPTH`]. Found in the YAML parser's own events (libyaml's,
+/// which `yaml_serde` is built on), before anything is built from them:
+/// the parse stops at the first such event, so it costs one pass over the
+/// text and memory for one event at a time. The first such place and what
+/// is wrong there; a syntax error is left to the deserializer to report.
 pub fn find_expensive(text: &str) -> Option<(Loc, String)> {
-    let bytes = text.as_bytes();
-    let mut line = 1usize;
-    let mut line_start = 0usize;
-    let mut depth = 0usize;
-    // A node may start here: after indentation, `- `, `? `, `: `, `[`, `{`, `,`.
-    let mut node_start = true;
-    // A block scalar (`|`, `>`) holds lines indented deeper than this.
-    let mut block_indent: Option<usize> = None;
-    let loc = |i: usize, line: usize, line_start: usize| Loc {
-        line,
-        column: text[line_start..i].chars().count() + 1,
-        offset: i,
-    };
-    let mut i = 0usize;
-    while i < bytes.len() {
-        let b = bytes[i];
-        if i == line_start {
-            let indent = bytes[i..]
-                .iter()
-                .take_while(|c| **c == b' ' || **c == b'\t')
-                .count();
-            let blank = matches!(bytes.get(i + indent), None | Some(b'\n') | Some(b'\r'));
-            if let Some(bi) = block_indent {
-                if blank || indent > bi {
-                    // Inside a block scalar: content, skip the line.
-                    let end = bytes[i..]
-                        .iter()
-                        .position(|c| *c == b'\n')
-                        .map_or(bytes.len(), |p| i + p);
-                    i = end;
-                    continue;
-                }
-                block_indent = None;
-            }
-            if depth == 0 {
-                node_start = true;
-            }
+    let (line, column, message) = events::first_expensive(text.as_bytes())?;
+    Some((loc_of(text, line, column), message))
+}
+
+/// A 0-based line and character column as a [`Loc`].
+fn loc_of(text: &str, line: usize, column: usize) -> Loc {
+    let mut start = 0usize;
+    for _ in 0..line {
+        match text[start..].find('\n') {
+            Some(n) => start += n + 1,
+            None => break,
         }
-        match b {
-            b'\n' => {
-                line += 1;
-                line_start = i + 1;
-                i += 1;
-                continue;
+    }
+    let offset = text[start..]
+        .char_indices()
+        .nth(column)
+        .map_or(text.len(), |(i, _)| start + i);
+    Loc {
+        line: line + 1,
+        column: column + 1,
+        offset,
+    }
+}
+
+mod events {
+    use super::MAX_FLOW_DEPTH;
+    use libyaml_rs as sys;
+    use std::mem::MaybeUninit;
+
+    /// Drives libyaml's event parser over `input`: the first anchor, alias
+    /// or collection deeper than [`MAX_FLOW_DEPTH`], as a 0-based line and
+    /// column and a message. `None` when there is none, or when the text is
+    /// not YAML (the deserializer reports that).
+    pub fn first_expensive(input: &[u8]) -> Option<(usize, usize, String)> {
+        let mut parser = Box::new(MaybeUninit::<sys::yaml_parser_t>::uninit());
+        let parser = parser.as_mut_ptr();
+        // SAFETY: the parser is initialised before use and deleted once, on
+        // every path; `input` outlives it; every event parsed is deleted
+        // after its fields are read.
+        unsafe {
+            if sys::yaml_parser_initialize(parser).fail {
+                return None;
             }
-            b' ' | b'\t' | b'\r' => {
-                i += 1;
-                continue;
-            }
-            b'#' if i == line_start || matches!(bytes[i - 1], b' ' | b'\t') => {
-                while i < bytes.len() && bytes[i] != b'\n' {
-                    i += 1;
+            sys::yaml_parser_set_encoding(parser, sys::YAML_UTF8_ENCODING);
+            sys::yaml_parser_set_input_string(parser, input.as_ptr(), input.len() as u64);
+            let mut depth = 0usize;
+            let mut found = None;
+            loop {
+                let mut event = MaybeUninit::<sys::yaml_event_t>::uninit();
+                let e = event.as_mut_ptr();
+                if sys::yaml_parser_parse(parser, e).fail {
+                    break;
                 }
-                continue;
-            }
-            _ => {}
-        }
-        if node_start {
-            match b {
-                b'&' | b'*' => {
-                    return Some((
-                        loc(i, line, line_start),
+                let ev = &*e;
+                let mark = (ev.start_mark.line as usize, ev.start_mark.column as usize);
+                let anchored = match ev.type_ {
+                    sys::YAML_ALIAS_EVENT => true,
+                    sys::YAML_SCALAR_EVENT => !ev.data.scalar.anchor.is_null(),
+                    sys::YAML_SEQUENCE_START_EVENT => {
+                        depth += 1;
+                        !ev.data.sequence_start.anchor.is_null()
+                    }
+                    sys::YAML_MAPPING_START_EVENT => {
+                        depth += 1;
+                        !ev.data.mapping_start.anchor.is_null()
+                    }
+                    sys::YAML_SEQUENCE_END_EVENT | sys::YAML_MAPPING_END_EVENT => {
+                        depth = depth.saturating_sub(1);
+                        false
+                    }
+                    _ => false,
+                };
+                let end = ev.type_ == sys::YAML_STREAM_END_EVENT;
+                sys::yaml_event_delete(e);
+                if anchored {
+                    found = Some((
+                        mark.0,
+                        mark.1,
                         "YAML anchors and aliases (`&name`, `*name`) are not accepted: write the value out"
                             .to_string(),
-                    ))
+                    ));
+                    break;
                 }
-                b'\'' | b'"' => {
-                    // A quoted scalar, possibly over several lines.
-                    let mut j = i + 1;
-                    while j < bytes.len() {
-                        match bytes[j] {
-                            b'\\' if b == b'"' => j += 1,
-                            c if c == b => {
-                                if b == b'\'' && bytes.get(j + 1) == Some(&b'\'') {
-                                    j += 1;
-                                } else {
-                                    break;
-                                }
-                            }
-                            b'\n' => {
-                                line += 1;
-                                line_start = j + 1;
-                            }
-                            _ => {}
-                        }
-                        j += 1;
-                    }
-                    i = j + 1;
-                    node_start = false;
-                    continue;
-                }
-                b'|' | b'>' => {
-                    let indent = bytes[line_start..]
-                        .iter()
-                        .take_while(|c| **c == b' ')
-                        .count();
-                    block_indent = Some(indent);
-                    node_start = false;
-                    i += 1;
-                    continue;
-                }
-                b'-' | b'?' if matches!(bytes.get(i + 1), None | Some(b' ' | b'\n' | b'\r')) => {
-                    i += 1;
-                    continue;
-                }
-                _ => {}
-            }
-        }
-        match b {
-            b'[' | b'{' => {
-                depth += 1;
-                if depth > MAX_FLOW_DEPTH {
-                    return Some((
-                        loc(i, line, line_start),
+                // The document's own collection is level 0.
+                if depth > MAX_FLOW_DEPTH + 1 {
+                    found = Some((
+                        mark.0,
+                        mark.1,
                         format!("YAML nested deeper than {MAX_FLOW_DEPTH} levels"),
                     ));
+                    break;
                 }
-                node_start = true;
+                if end {
+                    break;
+                }
             }
-            b']' | b'}' => {
-                depth = depth.saturating_sub(1);
-                node_start = false;
-            }
-            b',' if depth > 0 => node_start = true,
-            b':' if matches!(bytes.get(i + 1), None | Some(b' ' | b'\n' | b'\r' | b'\t'))
-                || (depth > 0 && matches!(bytes.get(i + 1), Some(b',' | b']' | b'}'))) =>
-            {
-                node_start = true;
-            }
-            _ => node_start = false,
+            sys::yaml_parser_delete(parser);
+            found
         }
-        i += 1;
     }
-    None
 }
 
 #[cfg(test)]
@@ -339,6 +309,11 @@ mod expensive_tests {
         assert_eq!(at("x:\n  - *a\n"), Some((2, 5)));
         assert_eq!(at("{a: &x 1}"), Some((1, 5)));
         assert_eq!(at(&format!("exclude: {}", "[".repeat(40))), Some((1, 42)));
+        // What a text scan missed: after a tag, after a quoted flow key,
+        // after a block scalar under a `- ` item.
+        assert_eq!(at("a: !!seq &x [1]\n"), Some((1, 4)));
+        assert_eq!(at("a: [1]\nb: {\"k\": *x}\n"), Some((2, 10)));
+        assert_eq!(at("a:\n  - |\n     t\nb: &x 1\n"), Some((4, 4)));
         for fine in [
             "exclude: [\"vendor/**\", '*.gen.rs']\n",
             "lock-name-pattern: \"(?i)lock|*x&y\"\n",

@@ -277,6 +277,121 @@ fn file_names_with_control_characters_are_escaped_in_every_text_format() {
     assert_no_forged_line("inventory", &r.raw_stdout);
 }
 
+/// No workflow command of any form in a log line: `::name` at its start, or
+/// the legacy `##[` (and `##vso[`) anywhere in it.
+fn assert_no_command(what: &str, bytes: &[u8], own_commands: bool) {
+    let text = String::from_utf8_lossy(bytes);
+    for line in text.lines() {
+        let t = line.trim_start();
+        if own_commands && t.starts_with("::") {
+            assert!(
+                ["::error file=", "::warning file=", "::notice file="]
+                    .iter()
+                    .any(|c| t.starts_with(c)),
+                "{what}: a forged command: {line:?}"
+            );
+        } else {
+            // A command is `::` and its name; `::: path` (a secondary
+            // location of the human format) is none.
+            let named = t
+                .strip_prefix("::")
+                .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_alphabetic()));
+            assert!(!named, "{what}: a command: {line:?}\n{text}");
+        }
+        assert!(
+            !line.contains("##[") && !line.contains("##vso["),
+            "{what}: a legacy command: {line:?}\n{text}"
+        );
+    }
+}
+
+/// A file name or a key holding `##[cmd]`, which a runner obeys anywhere
+/// in a line, and `::` after leading white space: shown broken in every
+/// format and on stderr; the report's own annotations still come through.
+#[test]
+fn legacy_workflow_commands_are_never_printed() {
+    let dir = repo();
+    let src = dir.path().join("src");
+    fs::create_dir(&src).unwrap();
+    fs::write(src.join("##[stop-commands]x.rs"), WITNESS).unwrap();
+    fs::write(src.join("##vso[task.setvariable variable=a]b.rs"), WITNESS).unwrap();
+    fs::write(src.join("zero\u{200b}width.rs"), WITNESS).unwrap();
+    fs::write(src.join("a\\b.rs"), WITNESS).unwrap();
+    fs::write(
+        src.join("keys.rs"),
+        "fn f(con: &mut redis::Connection) -> redis::RedisResult<()> {\n    \
+         let _: () = redis::cmd(\"DEL\").arg(\"##[error file=README.md;line=1]FORGED\").query(con)?;\n    Ok(())\n}\n",
+    )
+    .unwrap();
+    // Not UTF-8 in places, and a name the walker reports on stderr.
+    fs::write(dir.path().join("##[error]note.rs.orig"), "x").unwrap();
+    for format in ["human", "short", "table", "json", "sarif", "github"] {
+        let r = run(
+            dir.path(),
+            &["check", "--format", format, "--no-prefilter", "."],
+        );
+        assert_eq!(r.code, Some(1), "{format}: {r:?}");
+        assert_no_command(format, &r.raw_stdout, format == "github");
+        assert_no_command(format, &r.raw_stderr, false);
+        if format == "json" || format == "sarif" {
+            let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+            assert!(v.to_string().contains("stop-commands"), "{format}");
+        }
+        if format == "github" {
+            // The twin: the witness's annotation is there.
+            assert!(
+                r.stdout.contains("::error file=witness.rs,line=4,col=9"),
+                "{}",
+                r.stdout
+            );
+        }
+        if format == "short" {
+            assert!(
+                r.stdout.contains("src/#\\x23[stop-commands]x.rs:4:9"),
+                "{}",
+                r.stdout
+            );
+            assert!(
+                r.stdout.contains("zero\\u{200b}width.rs:4:9"),
+                "{}",
+                r.stdout
+            );
+            // A backslash in a name stays distinguishable from a folder.
+            assert!(r.stdout.contains("src/a\\\\b.rs:4:9"), "{}", r.stdout);
+            assert!(!r.stdout.contains("src/a/b.rs"), "{}", r.stdout);
+        }
+    }
+    // The step summary: no command, no link or image.
+    let summary = dir.path().join("../summary.md");
+    let r = run_with(dir.path(), &["check", "--format", "github", "."], |c| {
+        c.env("GITHUB_STEP_SUMMARY", &summary);
+    });
+    assert_eq!(r.code, Some(1), "{r:?}");
+    let md = fs::read(&summary).unwrap();
+    assert_no_command("summary", &md, false);
+    let _ = fs::remove_file(&summary);
+}
+
+/// The `annotate` diff: a context line ` ::error::…` is a command once a
+/// runner trims its leading space.
+#[test]
+fn annotate_diff_context_lines_are_no_commands() {
+    let dir = repo();
+    fs::write(
+        dir.path().join("ctx.rs"),
+        "use redis::Commands;\nconst S: &str = r\"\n::error file=README.md::FORGED\n##[warning]FORGED\n\";\n\
+         fn f(con: &mut redis::Connection) -> redis::RedisResult<()> {\n    let _: bool = con.set_nx(\"lock:a\", 1)?;\n    Ok(())\n}\n",
+    )
+    .unwrap();
+    let r = run(
+        dir.path(),
+        &["annotate", "--purpose", "efficiency", "ctx.rs"],
+    );
+    assert!(r.stdout.contains("lock-purpose"), "{r:?}");
+    assert_no_command("annotate", &r.raw_stdout, false);
+    assert_no_command("annotate", &r.raw_stderr, false);
+}
+
 #[test]
 fn skip_notes_on_stderr_are_escaped() {
     let dir = repo();
@@ -548,7 +663,92 @@ fn deep_shapes() -> Vec<(&'static str, String)> {
             "ranges.rs",
             format!("fn g() {{ let _ = {}1; }}\n", ".. ".repeat(30_000)),
         ),
+        // Control flow in condition position, `let` chains, closures with
+        // several parameters, bindings: each aborted at 16,000 levels.
+        ("while.rs", control("while ", 16_000)),
+        ("if.rs", control("if ", 16_000)),
+        ("match.rs", control("match ", 16_000)),
+        ("for.rs", control("for x in ", 16_000)),
+        (
+            "if_let.rs",
+            format!("pub fn g() {{ if {}x {{}} }}\n", "let a = ".repeat(16_000)),
+        ),
+        (
+            "let_chain.rs",
+            format!(
+                "pub fn g() {{ if {}true {{}} }}\n",
+                "let Some(a) = x && ".repeat(16_000)
+            ),
+        ),
+        (
+            "closures_two.rs",
+            format!("pub fn g() {{ let f = {}1; }}\n", "|a, b| ".repeat(16_000)),
+        ),
+        (
+            "closures_generic.rs",
+            format!(
+                "pub fn g() {{ let f = {}1; }}\n",
+                "|a: Vec<A, B>| ".repeat(16_000)
+            ),
+        ),
+        (
+            "bindings.rs",
+            format!("pub fn g() {{ let {}a = 1; }}\n", "a @ &".repeat(16_000)),
+        ),
+        (
+            "turbofish.rs",
+            format!(
+                "pub fn g() {{ {}1; }}\n",
+                "return f::<A, B>() + ".repeat(16_000)
+            ),
+        ),
     ]
+}
+
+/// `pub fn g(){ while while … x {} {} … }`.
+fn control(word: &str, n: usize) -> String {
+    format!("pub fn g() {{ {}x{} }}\n", word.repeat(n), " {}".repeat(n))
+}
+
+/// Chains syn parses in a loop into a tree as deep as the chain, which a
+/// syntax error after it makes syn drop (600,000 links aborted).
+fn long_chains() -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "sum.rs",
+            format!("pub fn g() {{ let x = a{} + ; }}\n", "+a".repeat(600_000)),
+        ),
+        (
+            "calls.rs",
+            format!("pub fn g() {{ let x = a{} + ; }}\n", ".b()".repeat(600_000)),
+        ),
+        (
+            "else_if.rs",
+            format!(
+                "pub fn g() {{ if a {{}} {} }}\n",
+                "else if a {} ".repeat(600_000)
+            ),
+        ),
+    ]
+}
+
+/// What the deep shapes are made of, as real code writes it, thousands of
+/// times: all audited.
+fn shallow_twin() -> String {
+    let mut s = String::from(WITNESS);
+    s.push_str("fn busy(v: Vec<(u8, u8)>, it: &mut dyn Iterator<Item = u8>) {\n");
+    for _ in 0..2_000 {
+        s.push_str(
+            "    while let Some(x) = it.next() { if x > 0 && let Some(y) = f::<A, B>(x) { match y { a @ 1..=2 => return, _ => {} } } }\n    \
+             for (a, b) in v.iter().rev() { let g = |a, b| a + b; let h = move |p: Vec<A, B>, q| q; if a == b { } else if a < b { } else { } }\n",
+        );
+    }
+    s.push_str("}\n");
+    s.push_str(&format!(
+        "fn pipe() {{ let _ = redis::pipe(){}; }}\n",
+        ".cmd(\"SET\").arg(\"k\")".repeat(8_000)
+    ));
+    s
 }
 
 #[test]
@@ -578,6 +778,154 @@ fn deeply_nested_shapes_are_parse_errors_not_aborts() {
     }
     let r = run(dir.path(), &["inventory", "--format", "json", "."]);
     assert_eq!(r.code, Some(0), "{r:?}");
+}
+
+#[test]
+fn long_chains_are_parse_errors_not_aborts() {
+    let dir = repo();
+    for (name, text) in long_chains() {
+        fs::write(dir.path().join(name), text).unwrap();
+    }
+    let r = run(
+        dir.path(),
+        &["check", "--format", "short", "--no-prefilter", "."],
+    );
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert!(
+        r.stdout.contains("witness.rs:4:9: error[unowned-release]"),
+        "{r:?}"
+    );
+    for (name, _) in long_chains() {
+        assert!(
+            r.stdout.lines().any(|l| l.starts_with(name)
+                && l.contains("error[parse-error]")
+                && l.contains("chain more than 20000 links")),
+            "{name}: {}",
+            r.stdout
+        );
+    }
+}
+
+/// The language server parses an editor's buffer through the same guard:
+/// a buffer deep enough to abort is a `parse-error` diagnostic, and the
+/// next buffer is still served.
+#[test]
+fn the_language_server_is_guarded_too() {
+    let dir = repo();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockaudit"));
+    cmd.arg("lsp")
+        .current_dir(dir.path())
+        .env("MALLOC_ARENA_MAX", "2")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs between
+    // fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: MEMORY,
+                rlim_max: MEMORY,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut input = String::new();
+    let mut send = |body: serde_json::Value| {
+        let text = body.to_string();
+        input.push_str(&format!("Content-Length: {}\r\n\r\n{text}", text.len()));
+    };
+    send(
+        serde_json::json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": { "capabilities": {} } }),
+    );
+    send(serde_json::json!({ "jsonrpc": "2.0", "method": "initialized", "params": {} }));
+    let root = dir.path().display().to_string();
+    for (name, text) in [
+        (
+            "while.rs",
+            format!("{WITNESS}{}", control("while ", 16_000)),
+        ),
+        (
+            "closures.rs",
+            format!(
+                "{WITNESS}pub fn g() {{ let f = {}1; }}\n",
+                "|a, b| ".repeat(16_000)
+            ),
+        ),
+        ("witness.rs", WITNESS.to_string()),
+    ] {
+        send(
+            serde_json::json!({ "jsonrpc": "2.0", "method": "textDocument/didOpen", "params": { "textDocument": {
+            "uri": format!("file://{root}/{name}"), "languageId": "rust", "version": 1, "text": text } } }),
+        );
+    }
+    send(serde_json::json!({ "jsonrpc": "2.0", "id": 2, "method": "shutdown", "params": null }));
+    send(serde_json::json!({ "jsonrpc": "2.0", "method": "exit", "params": null }));
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        let _ = stdin.write_all(input.as_bytes());
+    });
+    let mut out = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut b = String::new();
+        let _ = out.read_to_string(&mut b);
+        b
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("lockaudit lsp did not finish in {TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    writer.join().unwrap();
+    let out = reader.join().unwrap();
+    assert_eq!(status.code(), Some(0), "{status:?}\n{out}");
+    let diagnostics: Vec<&str> = out
+        .split("Content-Length")
+        .filter(|m| m.contains("publishDiagnostics"))
+        .collect();
+    for name in ["while.rs", "closures.rs"] {
+        assert!(
+            diagnostics
+                .iter()
+                .any(|m| m.contains(name) && m.contains("parse-error") && m.contains("256 levels")),
+            "{name}: {out}"
+        );
+    }
+    assert!(
+        diagnostics
+            .iter()
+            .any(|m| m.contains("witness.rs") && m.contains("unowned-release")),
+        "{out}"
+    );
+}
+
+/// The same constructs, nested as code nests them, are audited.
+#[test]
+fn control_flow_closures_and_chains_at_real_depths_are_audited() {
+    let dir = repo();
+    fs::write(dir.path().join("twin.rs"), shallow_twin()).unwrap();
+    let r = run(
+        dir.path(),
+        &["check", "--format", "short", "--no-prefilter", "."],
+    );
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert!(
+        r.stdout.contains("twin.rs:4:9: error[unowned-release]"),
+        "{r:?}"
+    );
+    assert!(!r.stdout.contains("parse-error"), "{}", r.stdout);
 }
 
 /// A file named alone is judged knowing its crate, but a `Cargo.toml`
@@ -955,6 +1303,44 @@ fn refused(file: &str, text: &str, expect: &str) {
         r.stderr
     );
     assert!(r.stderr.len() < 4000, "{}", r.stderr);
+}
+
+/// The forms a text scan missed: an anchor after a tag, an alias after a
+/// quoted flow key, anchors after a block scalar under a `- ` item. They
+/// are found in the parser's own events, at their place; a clean twin
+/// with the same tags, quotes and block scalars loads.
+#[test]
+fn yaml_anchors_hidden_from_a_text_scan_are_refused() {
+    let mut laughs = String::from("a: !!seq &a [\"lol\", \"lol\", \"lol\", \"lol\", \"lol\"]\n");
+    for (i, c) in ('b'..='p').enumerate() {
+        let prev = (b'a' + i as u8) as char;
+        laughs.push_str(&format!(
+            "{c}: !!seq &{c} [{{\"k\": *{prev}}}, {{\"k\": *{prev}}}, {{\"k\": *{prev}}}, {{\"k\": *{prev}}}]\n"
+        ));
+    }
+    let padded = format!("{laughs}{}", "# pad\n".repeat(6_000));
+    refused("lockaudit.yaml", &padded, "lockaudit.yaml:1:");
+    refused("lockaudit.yaml", &padded, "YAML anchors and aliases");
+    refused("pack.yaml", &padded, "pack.yaml:1:");
+    let block = "exclude:\n  - |\n     a\nx: &x [1, 1]\ny: [*x, *x, *x]\n";
+    refused(
+        "lockaudit.yaml",
+        block,
+        "lockaudit.yaml:4:4: YAML anchors and aliases",
+    );
+    // The twin: tags, quoted keys and block scalars without anchors.
+    let dir = repo();
+    fs::write(
+        dir.path().join("lockaudit.yaml"),
+        "exclude:\n  - |-\n     vendor/**\n  - !!str \"gen/**\"\nchecks: {\"missing-purpose\": off}\n",
+    )
+    .unwrap();
+    let r = run(dir.path(), &["check", "--format", "short", "."]);
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert!(
+        r.stdout.contains("witness.rs:4:9: error[unowned-release]"),
+        "{r:?}"
+    );
 }
 
 #[test]

@@ -99,6 +99,9 @@ pub fn run(args: &AnnotateArgs) -> Result<ExitStatus, Failure> {
     }
     if !diff.is_empty() {
         let mut out = std::io::stdout().lock();
+        // A context line ` ::error …` is a workflow command once a runner
+        // trims its leading space.
+        let diff = crate::escape::log(&diff, false);
         match out.write_all(diff.as_bytes()).and_then(|_| out.flush()) {
             Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
                 return Err(Failure(e.to_string()))

@@ -43,8 +43,9 @@ pub struct Lexed {
     pub comments: Vec<Comment>,
     /// Index 0 is line 1.
     pub lines: Vec<LineInfo>,
-    /// The offset where the code first nests deeper than [`MAX_NESTING`].
-    pub too_deep: Option<usize>,
+    /// Where the code first nests deeper than [`MAX_NESTING`] or chains
+    /// longer than [`MAX_CHAIN`].
+    pub too_deep: Option<Deep>,
 }
 
 /// Deeper bracket nesting, generic nesting or a longer run of prefix
@@ -52,86 +53,154 @@ pub struct Lexed {
 /// parser's stack.
 pub const MAX_NESTING: usize = 256;
 
+/// A longer chain of binary operators, method calls, fields, `?`, casts or
+/// `else if` than this is reported as a parse error: syn parses such a
+/// chain in a loop, but the tree it builds is as deep as the chain, and
+/// dropping or visiting it recurses once per link.
+pub const MAX_CHAIN: usize = 20_000;
+
+/// Where and how the code first goes past what the parser is given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deep {
+    /// Nested deeper than [`MAX_NESTING`] levels at this byte offset.
+    Nesting(usize),
+    /// Chained longer than [`MAX_CHAIN`] links at this byte offset.
+    Chain(usize),
+}
+
+impl Deep {
+    pub fn offset(self) -> usize {
+        match self {
+            Deep::Nesting(o) | Deep::Chain(o) => o,
+        }
+    }
+}
+
+/// What is open inside one bracket (the file itself is the outermost).
+#[derive(Default)]
+struct Frame {
+    /// Constructs that run to the end of the expression (`return`,
+    /// `yield`, `break`, `let`, closures, `@`, `..`, assignments) and
+    /// control flow still waiting for its body (`if`, `while`, `match`,
+    /// `for`).
+    open: usize,
+    /// `->` in a row (`fn() -> fn() -> …`); a return type also ends where
+    /// a body starts (`{`).
+    arrows: usize,
+    /// Open generic arguments (`Vec<`, `::<`, a qualified path's `<`). A
+    /// comparison written `a<b` counts too, until the statement, the
+    /// block or the bracket ends.
+    angles: usize,
+    /// Links of the current chain (`a + b`, `.m()`, `.f`, `?`, `as`,
+    /// `else`, a call or index).
+    chain: usize,
+    /// Inside a closure's parameters (`|a, b|`): a comma there ends
+    /// nothing.
+    in_params: bool,
+    /// A `let` whose own `=` is still to come.
+    pending_let: bool,
+    /// Control flow waiting for its body, innermost last: what `open`
+    /// was before it, and whether its body may come (a `for` only after
+    /// its `in`).
+    keywords: Vec<(usize, bool)>,
+    /// This bracket is the body of the innermost control flow of the
+    /// bracket around it: when it closes, that construct is complete.
+    body: bool,
+    /// An `impl` header is open: its `for` is no loop.
+    in_impl: bool,
+}
+
 /// How deep the code seen so far nests, outside comments and literals.
 ///
 /// syn recurses once per bracket, generic argument and prefix operator,
-/// but also once per construct whose operand runs to the end of the
-/// expression: `return return …`, `yield …`, `break …`, closures
-/// `|x| |x| …`, `fn() -> fn() -> …`, and once per qualified path
-/// `<<… as A>::B as A>::B`. All of these are counted, and their sum is
-/// what is bounded.
+/// and once per construct whose operand runs on: `return …`, `yield …`,
+/// `break …`, `let … = …`, closures `|a, b| …`, `a @ …`, `x = …`,
+/// `fn() -> …`, qualified paths `<… as A>::B`, and the condition of `if`,
+/// `while`, `match` and `for`. Each such construct counts as a level
+/// until syn is certainly done with it: its bracket closes, a `;` ends
+/// the statement, a `,` or `=>` of the list it is in follows (a comma
+/// inside a closure's parameters or generic arguments ends nothing), or,
+/// for control flow, its body block closes. What is bounded is the sum
+/// over every open bracket.
 struct Nesting {
-    /// Open brackets: `(`, `[`, `{`.
-    brackets: usize,
-    /// Open generic arguments (`Vec<`, `::<`, a qualified path's `<`). A
-    /// comparison written `a<b` counts too, but only until the statement
-    /// or block ends.
-    angles: usize,
+    frames: Vec<Frame>,
+    /// Sums over `frames`.
+    open_total: usize,
+    arrows_total: usize,
+    angles_total: usize,
+    chain_total: usize,
     /// Prefix operators in a row (`!!!!x`, `- - -x`, `&&&&x`, `*const
     /// *const T`): white space, comments, lifetimes and the words `const`,
     /// `mut`, `dyn` … do not break a run, operands do.
     ops: usize,
-    /// Per open bracket: constructs that run to the end of the expression
-    /// (`return`, `yield`, `break`, closures, `->`), ended by `,` or `;`
-    /// or the bracket's end.
-    open_ended: Vec<usize>,
-    open_ended_total: usize,
-    /// Per open bracket: `->` in a row (`fn() -> fn() -> …`); a return
-    /// type also ends where a body starts (`{`).
-    arrows: Vec<usize>,
-    arrows_total: usize,
-    /// A `let` whose own `=` is still to come: that one binds, it does
-    /// not nest (`if let Some(x) = y {`).
-    pending_let: bool,
     /// The last token was an operand (a name, a literal, a closing
     /// bracket): a `|` or `<` after it is binary, otherwise it opens a
     /// closure or a qualified path.
     after_operand: bool,
-    too_deep: Option<usize>,
+    /// The last word followed a `.` (a method's name: its `(` is part of
+    /// the same link).
+    after_dot_word: bool,
+    too_deep: Option<Deep>,
 }
 
 impl Default for Nesting {
     fn default() -> Self {
         Nesting {
-            brackets: 0,
-            angles: 0,
-            ops: 0,
-            open_ended: vec![0],
-            open_ended_total: 0,
-            arrows: vec![0],
+            frames: vec![Frame::default()],
+            open_total: 0,
             arrows_total: 0,
-            pending_let: false,
+            angles_total: 0,
+            chain_total: 0,
+            ops: 0,
             after_operand: false,
+            after_dot_word: false,
             too_deep: None,
         }
     }
 }
 
 /// Words after which an expression runs to its end: each is a level.
-const OPEN_ENDED: [&[u8]; 6] = [b"return", b"yield", b"break", b"move", b"static", b"box"];
+const OPEN_ENDED: [&[u8]; 7] = [
+    b"return", b"yield", b"break", b"move", b"static", b"box", b"let",
+];
+/// Words that wait for a body: a level until it closes.
+const CONTROL: [&[u8]; 4] = [b"if", b"while", b"match", b"for"];
 /// Words that neither end a run of prefix operators nor are operands.
-const TRANSPARENT: [&[u8]; 18] = [
-    b"const", b"mut", b"dyn", b"impl", b"unsafe", b"ref", b"as", b"in", b"let", b"if", b"else",
-    b"match", b"while", b"for", b"loop", b"async", b"where", b"type",
+const TRANSPARENT: [&[u8]; 14] = [
+    b"const", b"mut", b"dyn", b"impl", b"unsafe", b"ref", b"in", b"else", b"loop", b"async",
+    b"where", b"type", b"raw", b"as",
 ];
 
 impl Nesting {
+    fn top(&mut self) -> &mut Frame {
+        self.frames
+            .last_mut()
+            .expect("the file's frame is never closed")
+    }
+
     /// A byte of code at `i` (not part of an identifier, number, literal or
     /// comment). Returns how many bytes it took.
     fn code(&mut self, bytes: &[u8], i: usize) -> usize {
         let b = bytes[i];
-        if b == b'-' && bytes.get(i + 1) == Some(&b'>') {
+        let next = bytes.get(i + 1).copied();
+        let dot_word = std::mem::take(&mut self.after_dot_word);
+        if b == b'-' && next == Some(b'>') {
             // `fn() -> fn() -> …`: the return type runs on.
-            if let Some(top) = self.arrows.last_mut() {
-                *top += 1;
-                self.arrows_total += 1;
-            }
+            self.top().arrows += 1;
+            self.arrows_total += 1;
             self.check(i);
             self.ops = 0;
             self.after_operand = false;
             return 2;
         }
-        if b == b'.' && bytes.get(i + 1) == Some(&b'.') {
+        if b == b'=' && next == Some(b'>') {
+            // A match arm: its pattern and guard are done.
+            self.end_list(false);
+            self.ops = 0;
+            self.after_operand = false;
+            return 2;
+        }
+        if b == b'.' && next == Some(b'.') {
             // `.. .. ..x`: a range with no start runs to the end.
             let prefix_position = !self.after_operand;
             let mut len = 2;
@@ -141,118 +210,249 @@ impl Nesting {
             self.ops = 0;
             self.after_operand = false;
             if prefix_position {
-                self.open_ended_inc(i);
+                self.open_inc(i);
+            } else {
+                self.chain_inc(i);
             }
             return len;
         }
-        if b == b'=' && self.angles == 0 && is_assignment(bytes, i) {
+        if b == b'.' {
+            // `.field`, `.method(…)`, `.await`, `.0`: one link.
+            self.chain_inc(i);
+            self.ops = 0;
+            self.after_operand = false;
+            self.after_dot_word = true;
+            return 1;
+        }
+        if b == b'=' && self.top().angles == 0 && is_assignment(bytes, i) {
             // `x = x = …`: an assignment's value runs to the end.
             self.ops = 0;
             self.after_operand = false;
-            if std::mem::take(&mut self.pending_let) {
+            if std::mem::take(&mut self.top().pending_let) {
                 return 1;
             }
-            self.open_ended_inc(i);
+            self.open_inc(i);
             return 1;
         }
-        if b == b'|' && self.after_operand && bytes.get(i + 1) == Some(&b'|') {
+        if b == b'|' && self.top().in_params {
+            // The end of a closure's parameters: its body follows.
+            self.top().in_params = false;
+            self.ops = 0;
+            self.after_operand = false;
+            return 1;
+        }
+        if b == b'|' && self.after_operand && next == Some(b'|') {
             // `a || b`: one binary operator.
+            self.chain_inc(i);
             self.ops = 0;
             self.after_operand = false;
             return 2;
         }
         if b == b'|' && !self.after_operand {
             // A closure's parameters: its body runs on.
-            self.open_ended_inc(i);
+            self.open_inc(i);
+            self.ops = 0;
+            if next == Some(b'|') {
+                return 2;
+            }
+            self.top().in_params = true;
+            return 1;
         }
-        if matches!(b, b'!' | b'-' | b'*' | b'&' | b'|') {
+        if self.after_operand && matches!(b, b'+' | b'-' | b'*' | b'/' | b'%' | b'^' | b'&' | b'|')
+        {
+            // A binary operator: one link of a chain.
+            self.chain_inc(i);
+            self.ops = 0;
+            self.after_operand = false;
+            return 1;
+        }
+        if matches!(b, b'!' | b'-' | b'*' | b'&') {
             self.ops += 1;
             self.after_operand = false;
             self.check(i);
             return 1;
         }
+        if b == b'@' {
+            // `a @ a @ …`: a binding's pattern runs on.
+            self.ops = 0;
+            self.after_operand = false;
+            self.open_inc(i);
+            return 1;
+        }
         self.ops = 0;
         let prefix_position = !self.after_operand;
+        let after_operand = self.after_operand;
         self.after_operand = false;
         match b {
             b'<' if prefix_position
                 || (i > 0 && (is_ident_byte(bytes[i - 1]) || bytes[i - 1] == b':')) =>
             {
-                self.angles += 1;
+                self.top().angles += 1;
+                self.angles_total += 1;
                 self.check(i);
             }
+            b'<' => self.chain_inc(i),
             b'>' => {
-                self.angles = self.angles.saturating_sub(1);
+                let top = self.top();
+                if top.angles > 0 {
+                    top.angles -= 1;
+                    self.angles_total -= 1;
+                } else if after_operand {
+                    self.chain_inc(i);
+                    return 1;
+                }
                 self.after_operand = true;
             }
-            b';' | b',' => {
-                if b == b';' {
-                    self.angles = 0;
-                    self.pending_let = false;
+            b';' => self.end_list(true),
+            b',' => {
+                let top = self.top();
+                if !top.in_params && top.angles == 0 {
+                    self.end_list(false);
                 }
-                if let Some(top) = self.open_ended.last_mut() {
-                    self.open_ended_total -= *top;
-                    *top = 0;
-                }
-                self.end_arrows();
             }
             b'(' | b'[' | b'{' => {
-                if b == b'{' {
-                    self.angles = 0;
-                    self.pending_let = false;
-                    self.end_arrows();
+                if after_operand && b != b'{' && !dot_word {
+                    // A call or an index: one link.
+                    self.chain_inc(i);
                 }
-                self.brackets += 1;
-                self.open_ended.push(0);
-                self.arrows.push(0);
+                let mut body = false;
+                if b == b'{' {
+                    self.end_angles();
+                    self.end_arrows();
+                    let top = self.top();
+                    body = after_operand
+                        && !top.pending_let
+                        && top.keywords.last().is_some_and(|k| k.1);
+                    top.pending_let = false;
+                    top.in_impl = false;
+                }
+                self.frames.push(Frame {
+                    body,
+                    ..Frame::default()
+                });
                 self.check(i);
             }
             b')' | b']' | b'}' => {
+                if self.frames.len() > 1 {
+                    let f = self.frames.pop().unwrap_or_default();
+                    self.open_total -= f.open;
+                    self.arrows_total -= f.arrows;
+                    self.angles_total -= f.angles;
+                    self.chain_total -= f.chain;
+                    if f.body {
+                        let top = self.top();
+                        if let Some((before, _)) = top.keywords.pop() {
+                            let done = top.open.saturating_sub(before);
+                            top.open -= done;
+                            self.open_total -= done;
+                        }
+                    }
+                }
                 if b == b'}' {
-                    self.angles = 0;
-                    self.pending_let = false;
-                }
-                self.brackets = self.brackets.saturating_sub(1);
-                if self.open_ended.len() > 1 {
-                    let top = self.open_ended.pop().unwrap_or(0);
-                    self.open_ended_total -= top;
-                }
-                if self.arrows.len() > 1 {
-                    let top = self.arrows.pop().unwrap_or(0);
-                    self.arrows_total -= top;
+                    self.end_angles();
+                    self.top().pending_let = false;
                 }
                 self.after_operand = true;
             }
-            b'?' => self.after_operand = true,
+            b'?' => {
+                self.chain_inc(i);
+                self.after_operand = true;
+            }
             _ => {}
         }
         1
     }
 
-    fn end_arrows(&mut self) {
-        if let Some(top) = self.arrows.last_mut() {
-            self.arrows_total -= *top;
-            *top = 0;
+    /// A `;` (`statement`), or a `,` or `=>` of a list: syn is back in
+    /// the loop of the bracket, so what was open in it is done.
+    fn end_list(&mut self, statement: bool) {
+        let top = self.frames.last_mut().expect("the file's frame");
+        self.open_total -= std::mem::take(&mut top.open);
+        self.chain_total -= std::mem::take(&mut top.chain);
+        top.keywords.clear();
+        if statement {
+            top.pending_let = false;
+            top.in_params = false;
+            top.in_impl = false;
+            self.end_angles();
         }
+        self.end_arrows();
     }
 
-    fn open_ended_inc(&mut self, i: usize) {
-        if let Some(top) = self.open_ended.last_mut() {
-            *top += 1;
-            self.open_ended_total += 1;
-        }
+    fn end_arrows(&mut self) {
+        let top = self.frames.last_mut().expect("the file's frame");
+        self.arrows_total -= std::mem::take(&mut top.arrows);
+    }
+
+    fn end_angles(&mut self) {
+        let top = self.frames.last_mut().expect("the file's frame");
+        self.angles_total -= std::mem::take(&mut top.angles);
+    }
+
+    fn open_inc(&mut self, i: usize) {
+        self.top().open += 1;
+        self.open_total += 1;
         self.check(i);
     }
 
+    fn chain_inc(&mut self, i: usize) {
+        self.top().chain += 1;
+        self.chain_total += 1;
+        if self.chain_total > MAX_CHAIN && self.too_deep.is_none() {
+            self.too_deep = Some(Deep::Chain(i));
+        }
+    }
+
     /// A word of code: an operand, unless it is one of the keywords that
-    /// nest ([`OPEN_ENDED`]) or are transparent ([`TRANSPARENT`]).
-    fn word(&mut self, word: &[u8], i: usize) {
-        if OPEN_ENDED.contains(&word) {
-            self.open_ended_inc(i);
+    /// nest ([`OPEN_ENDED`], [`CONTROL`]) or are transparent
+    /// ([`TRANSPARENT`]).
+    fn word(&mut self, bytes: &[u8], i: usize, j: usize) {
+        let word = &bytes[i..j];
+        let dot_word = std::mem::take(&mut self.after_dot_word);
+        if dot_word {
+            // A field's or method's name: part of the link its `.` began.
+            self.operand();
+            self.after_dot_word = true;
+            return;
+        }
+        if self.after_operand && !TRANSPARENT.contains(&word) {
+            // Two operands in a row: a new statement or item, so no chain
+            // goes on.
+            let top = self.frames.last_mut().expect("the file's frame");
+            self.chain_total -= std::mem::take(&mut top.chain);
+        }
+        if word == b"impl" {
+            self.top().in_impl = true;
+        }
+        let hrtb = || bytes[j..].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'<');
+        if word == b"for" && (self.top().in_impl || hrtb()) {
+            // `impl A for B`, `for<'a>`: no loop.
+            self.after_operand = false;
+            return;
+        }
+        if CONTROL.contains(&word) {
+            let top = self.top();
+            let before = top.open;
+            top.keywords.push((before, word != b"for"));
+            self.open_inc(i);
+            self.after_operand = false;
+        } else if OPEN_ENDED.contains(&word) {
+            if word == b"let" {
+                self.top().pending_let = true;
+            }
+            self.open_inc(i);
             self.after_operand = false;
         } else if TRANSPARENT.contains(&word) {
-            if word == b"let" || word == b"type" {
-                self.pending_let = true;
+            if word == b"type" {
+                self.top().pending_let = true;
+            }
+            if word == b"in" {
+                if let Some(k) = self.top().keywords.last_mut() {
+                    k.1 = true;
+                }
+            }
+            if matches!(word, b"as" | b"else") {
+                self.chain_inc(i);
             }
             self.after_operand = false;
         } else {
@@ -263,15 +463,19 @@ impl Nesting {
     /// An operand: an identifier, number or literal ends a run of prefix
     /// operators.
     fn operand(&mut self) {
+        self.after_dot_word = false;
         self.ops = 0;
         self.after_operand = true;
     }
 
     fn check(&mut self, i: usize) {
-        let level =
-            self.brackets + self.angles + self.ops + self.open_ended_total + self.arrows_total;
+        let level = self.frames.len() - 1
+            + self.angles_total
+            + self.ops
+            + self.open_total
+            + self.arrows_total;
         if level > MAX_NESTING && self.too_deep.is_none() {
-            self.too_deep = Some(i);
+            self.too_deep = Some(Deep::Nesting(i));
         }
     }
 }
@@ -441,7 +645,7 @@ pub fn lex(text: &str) -> Lexed {
                     while j < bytes.len() && is_ident_byte(bytes[j]) {
                         j += 1;
                     }
-                    nesting.word(&bytes[i..j], i);
+                    nesting.word(bytes, i, j);
                     i = j;
                 } else {
                     i += nesting.code(bytes, i);
@@ -578,6 +782,51 @@ mod tests {
         }
         let arrows = format!("type F = {}u8;", "fn() -> ".repeat(MAX_NESTING + 1));
         assert!(too_deep(&arrows).is_some());
+        // Control flow in condition position, `let` chains, closures with
+        // several parameters, bindings, turbofish and generic closures.
+        let n = MAX_NESTING + 1;
+        let control = [
+            format!("fn g() {{ {}x{} }}", "while ".repeat(n), " {}".repeat(n)),
+            format!("fn g() {{ {}x{} }}", "if ".repeat(n), " {}".repeat(n)),
+            format!("fn g() {{ {}x{} }}", "match ".repeat(n), " {}".repeat(n)),
+            format!("fn g() {{ {}x{} }}", "for x in ".repeat(n), " {}".repeat(n)),
+            format!("fn g() {{ if {}x {{}} }}", "let a = ".repeat(n)),
+            format!("fn g() {{ if {}x {{}} }}", "let S {a} = ".repeat(n)),
+            format!("fn g() {{ {}x {{}} }}", "while || {} + ".repeat(n)),
+            format!("fn g() {{ let f = {}1; }}", "|a, b| ".repeat(n)),
+            format!("fn g() {{ let f = {}1; }}", "|a: Vec<A, B>| ".repeat(n)),
+            format!("fn g() {{ let {}a = 1; }}", "a @ &".repeat(n)),
+            format!("fn g() {{ {}1; }}", "return f::<A, B>() + ".repeat(n)),
+            format!(
+                "fn g() {{ {}x{} }}",
+                "} for x in {".repeat(n),
+                "}".repeat(0)
+            ),
+        ];
+        for c in &control {
+            assert!(
+                matches!(too_deep(c), Some(Deep::Nesting(_))),
+                "{}",
+                &c[..60.min(c.len())]
+            );
+        }
+        // Chains syn parses in a loop but builds as deep trees.
+        let m = MAX_CHAIN + 1;
+        let chains = [
+            format!("fn g() {{ x{}; }}", " + a".repeat(m)),
+            format!("fn g() {{ x{}; }}", ".b()".repeat(m)),
+            format!("fn g() {{ x{}; }}", "?".repeat(m)),
+            format!("fn g() {{ x{}; }}", "[0]".repeat(m)),
+            format!("fn g() {{ x{}; }}", " as u8".repeat(m)),
+            format!("fn g() {{ if a {{}} {} }}", "else if a {} ".repeat(m)),
+        ];
+        for c in &chains {
+            assert!(
+                matches!(too_deep(c), Some(Deep::Chain(_))),
+                "{}",
+                &c[..60.min(c.len())]
+            );
+        }
         // Inside literals and comments nothing counts.
         let quiet = [
             format!("const S: &str = \"{}\";", "(".repeat(1000)),
@@ -629,6 +878,28 @@ mod tests {
                 "impl A {{ {} }}",
                 "fn g(&self, f: fn(u8) -> u8) -> u8 { 1 } ".repeat(1000)
             ),
+            format!(
+                "fn f() {{ {} }}",
+                "while let Some(x) = it.next() { if x > 0 { match x { A => 1, _ => 2 }; } } for (a, b) in v.iter().rev() { } loop { break; } ".repeat(1000)
+            ),
+            format!(
+                "fn f() {{ {} }}",
+                "let f = |a, b| a + b; let g = move |a: u8, b: Vec<u8>| b.len(); if let x @ Some(_) = y { } ".repeat(1000)
+            ),
+            format!(
+                "fn f() {{ {} }}",
+                "if a {} else if b {} else {} x = y.z()?.w; ".repeat(1000)
+            ),
+            format!(
+                "fn f() {{ x = {}1; }}",
+                "a.b(c).d[e]? + ".repeat(1000)
+            ),
+            "impl<T> A for B<T> where for<'a> T: Fn(&'a u8) { fn f() -> Vec<u8> { v } } ".repeat(1000),
+            format!(
+                "fn f() {{ {} }}",
+                "match x { A | B if c => {} C @ 1..=2 => return, _ => {} } ".repeat(1000)
+            ),
+            format!("fn f() {{ let _ = a{}; }}", ".b(\"SET\").c(k)".repeat(MAX_CHAIN / 2 - 10)),
         ];
         for q in quiet {
             assert_eq!(too_deep(&q), None, "{}", &q[..40]);

@@ -105,12 +105,25 @@ fn command(f: &Finding, level: &str) -> String {
 }
 
 /// Text for a Markdown table cell: no line breaks, `|` and HTML escaped.
+/// A table cell of the step summary: plain text. HTML, a `|`, and the
+/// Markdown of links and images (`[…](…)`, `![…]`, `<https://…>`) are
+/// shown as their characters, and so are emphasis and code marks.
 fn cell(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('|', "\\|")
-        .replace(['\r', '\n'], " ")
+    let escaped = crate::escape::text(s);
+    let mut out = String::with_capacity(escaped.len() + 8);
+    for c in escaped.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '|' => out.push_str("\\|"),
+            '[' | ']' | '(' | ')' | '!' | '*' | '_' | '`' | '~' | '\\' | '#' => {
+                out.push_str(&format!("&#{};", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// At most this many rows in the step summary (GitHub caps it at 1 MiB).
@@ -152,5 +165,9 @@ mod tests {
     fn escapes() {
         assert_eq!(super::escape_property("a:b,c%"), "a%3Ab%2Cc%25");
         assert_eq!(super::escape_data("a\nb"), "a%0Ab");
+        assert_eq!(
+            super::cell("[x](https://e.com) ![i](u) |"),
+            "&#91;x&#93;&#40;https://e.com&#41; &#33;&#91;i&#93;&#40;u&#41; \\|"
+        );
     }
 }
