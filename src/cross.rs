@@ -313,10 +313,35 @@ fn unambiguous(files: &[Audited], crate_of: &[PathBuf]) -> ByCrate {
             offers.wrappers.insert(name, (i, w));
         }
     }
+    // Only an alias that names a wrapper's type or trait is worth offering
+    // (`type ElectionRef = Arc<dyn Election>`): `type Result<T> = ..`,
+    // which every file names, would send every file to be audited again.
+    let wrapper_types: HashMap<PathBuf, HashSet<String>> = by_crate
+        .iter()
+        .map(|(root, offers)| {
+            let names = offers
+                .wrappers
+                .values()
+                .flat_map(|(_, w)| [w.owner.clone(), w.via_trait.clone()])
+                .flatten()
+                .collect();
+            (root.clone(), names)
+        })
+        .collect();
     for ((root, name), mut list) in types {
-        if list.len() == 1 {
-            let (i, t) = list.pop().expect("one");
-            by_crate.entry(root).or_default().types.insert(name, (i, t));
+        let (Some(offers), Some(named)) = (by_crate.get_mut(&root), wrapper_types.get(&root))
+        else {
+            continue;
+        };
+        if list.len() != 1 {
+            continue;
+        }
+        let (i, t) = list.pop().expect("one");
+        let names_a_wrapper = t
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .any(|w| named.contains(w));
+        if names_a_wrapper {
+            offers.types.insert(name, (i, t));
         }
     }
     for ((root, name), mut list) in texts {
