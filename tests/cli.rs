@@ -635,6 +635,7 @@ fn suppressed_findings_stay_in_json_and_sarif() {
 // ---- --jobs and --output --------------------------------------------------
 
 #[test]
+#[ignore = "costly (24 runs of the binary): .ci/run runs it; cargo test -- --ignored"]
 fn output_bytes_are_identical_for_every_jobs_count() {
     let dir = project("mixed");
     for format in FORMATS {
