@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The logic of the GitHub Action (action.yml): install lockaudit, audit,
-# and record the exit code in $GITHUB_OUTPUT for the action's last step.
+# put lockaudit's directory on $GITHUB_PATH for the job's later steps, and
+# record the exit code in $GITHUB_OUTPUT for the action's last step.
 #
-# Inputs (environment): INPUT_VERSION, INPUT_PATHS, INPUT_ARGS (white
+# Inputs (environment): INPUT_VERSION, INPUT_CHECKSUM (the SHA-256 the
+# release archive must have, or empty), INPUT_PATHS, INPUT_ARGS (white
 # space separated), INPUT_SARIF (`true`/`false`), INPUT_NEW_SINCE (a git
 # revision or empty). LOCKAUDIT_BIN: use this binary instead of
 # downloading one (how the test suite runs this script).
@@ -16,6 +18,7 @@ VERSION=${VERSION#v}
 REPO_URL=https://github.com/lockaudit/lockaudit
 TMP=${RUNNER_TEMP:-$(mktemp -d)}
 OUTPUT=${GITHUB_OUTPUT:-/dev/null}
+CHECKSUM=$(printf '%s' "${INPUT_CHECKSUM:-}" | tr -d '[:space:]' | tr 'A-F' 'a-f')
 
 output() { echo "$1=$2" >>"$OUTPUT"; }
 
@@ -35,6 +38,8 @@ target() {
 }
 
 # Downloads the release archive and its checksum; prints the binary's path.
+# Returns 1 when there is no archive for this runner, exits 2 when the
+# archive does not have the expected checksum.
 download() {
     local t name ext url dir
     t=$(target)
@@ -54,6 +59,10 @@ download() {
         echo "::error::checksum mismatch for $name.$ext (expected $want, got $got)" >&2
         exit 2
     fi
+    if [ -n "$CHECKSUM" ] && [ "$CHECKSUM" != "$got" ]; then
+        echo "::error::$name.$ext does not have the checksum input's SHA-256 (expected $CHECKSUM, got $got)" >&2
+        exit 2
+    fi
     if [ "$ext" = zip ]; then
         unzip -q -o "$dir/$name.$ext" -d "$dir"
         echo "$dir/$name/lockaudit.exe"
@@ -68,10 +77,18 @@ install() {
         echo "$LOCKAUDIT_BIN"
         return
     fi
-    local bin
-    if bin=$(download); then
+    local bin code=0
+    bin=$(download) || code=$?
+    if [ "$code" -eq 0 ]; then
         echo "$bin"
         return
+    fi
+    # 1: no archive for this runner; anything else: a download that must
+    # not be replaced by a build (a checksum mismatch).
+    [ "$code" -eq 1 ] || exit "$code"
+    if [ -n "$CHECKSUM" ]; then
+        echo "::error::no release archive of lockaudit $VERSION for this runner to verify against the checksum input" >&2
+        exit 2
     fi
     # From outside the checkout: cargo reads `.cargo/config.toml` and
     # `rust-toolchain.toml` from the current directory up, and a pull
@@ -91,6 +108,10 @@ install() {
 
 BIN=$(install)
 "$BIN" --version
+# Later steps of the job run `lockaudit` by name.
+if [ -n "${GITHUB_PATH:-}" ]; then
+    dirname "$BIN" >>"$GITHUB_PATH"
+fi
 
 read -r -a PATHS <<<"${INPUT_PATHS:-.}"
 read -r -a ARGS <<<"${INPUT_ARGS:-}"

@@ -19,7 +19,7 @@ use std::sync::LazyLock;
 
 use serde_json::Value;
 
-use common::{copy_dir, copy_project, lockaudit, project};
+use common::{copy_dir, copy_project, lockaudit, normalise_sarif, project};
 
 /// A copy of a fixture project whose config is broken on purpose. It is
 /// stored as `lockaudit.yaml.broken`, so that `lockaudit check fixtures/`
@@ -195,27 +195,6 @@ fn fail_on_levels() {
 /// The rules' `help` is each check's whole documentation page, checked
 /// field by field in `assert_github_ready`; the snapshot elides it so that
 /// editing a check's docs does not churn the SARIF snapshot.
-fn normalise_sarif(text: &str) -> String {
-    let mut log = json(text);
-    let run = &mut log["runs"][0];
-    let root = run["originalUriBaseIds"]["%SRCROOT%"]["uri"]
-        .as_str()
-        .expect("%SRCROOT% has a uri");
-    assert!(
-        root.starts_with("file:///") && root.ends_with('/'),
-        "{root}"
-    );
-    run["originalUriBaseIds"]["%SRCROOT%"]["uri"] = Value::from("file:///ROOT/");
-    for rule in run["tool"]["driver"]["rules"].as_array_mut().unwrap() {
-        for key in ["text", "markdown"] {
-            assert!(!rule["help"][key].as_str().unwrap().is_empty());
-            rule["help"][key] = Value::from("(the check's documentation)");
-        }
-    }
-    let mut out = serde_json::to_string_pretty(&log).unwrap();
-    out.push('\n');
-    out
-}
 
 #[test]
 fn snapshots_of_every_format_on_the_mixed_project() {
@@ -656,6 +635,7 @@ fn suppressed_findings_stay_in_json_and_sarif() {
 // ---- --jobs and --output --------------------------------------------------
 
 #[test]
+#[ignore = "costly (24 runs of the binary): .ci/run runs it; cargo test -- --ignored"]
 fn output_bytes_are_identical_for_every_jobs_count() {
     let dir = project("mixed");
     for format in FORMATS {

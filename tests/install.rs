@@ -296,6 +296,264 @@ fn release_assets_binstall_and_the_action_agree_on_names() {
     }
 }
 
+/// The YAML files GitHub and pre-commit load: `action.yml`, every
+/// workflow and `.pre-commit-hooks.yaml`, by path.
+fn loaded_yaml_files() -> Vec<String> {
+    let mut files = vec![
+        "action.yml".to_string(),
+        ".pre-commit-hooks.yaml".to_string(),
+    ];
+    let workflows = common::files_under(&root().join(".github/workflows"), "yml", |_| false);
+    assert!(!workflows.is_empty(), "no workflows found");
+    files.extend(workflows.iter().map(|p| common::rel(p)));
+    files
+}
+
+fn parse_yaml(rel: &str) -> yaml_serde::Value {
+    yaml_serde::from_str(&read(rel)).unwrap_or_else(|e| panic!("{rel} is not valid YAML: {e}"))
+}
+
+/// Covers #25: every file GitHub or pre-commit loads parses with a real
+/// YAML parser and has the keys its loader requires.
+#[test]
+fn the_action_workflows_and_hooks_parse_as_yaml() {
+    let mut problems = Vec::new();
+    for rel in loaded_yaml_files() {
+        let doc = match yaml_serde::from_str::<yaml_serde::Value>(&read(&rel)) {
+            Ok(doc) => doc,
+            Err(e) => {
+                problems.push(format!("{rel} is not valid YAML: {e}"));
+                continue;
+            }
+        };
+        let required: &[&str] = match rel.as_str() {
+            "action.yml" => &["name", "description", "inputs", "runs"],
+            ".pre-commit-hooks.yaml" => &[],
+            _ => &["name", "on", "jobs"],
+        };
+        for key in required {
+            if doc.get(key).is_none() {
+                problems.push(format!("{rel}: no `{key}`"));
+            }
+        }
+        if rel == ".pre-commit-hooks.yaml" {
+            let hooks = doc.as_sequence().map(Vec::len).unwrap_or(0);
+            if hooks == 0 {
+                problems.push(format!("{rel}: not a list of hooks"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Covers #25: every input of the action has a description, the inputs
+/// the action's step hands to scripts/action.sh are inputs, and every
+/// step of the composite action names its shell or an action.
+#[test]
+fn the_action_metadata_is_complete() {
+    let action = parse_yaml("action.yml");
+    let inputs = action["inputs"].as_mapping().expect("inputs is a mapping");
+    for (name, input) in inputs {
+        let name = name.as_str().unwrap();
+        assert!(
+            input["description"].as_str().is_some_and(|d| !d.is_empty()),
+            "input `{name}` has no description"
+        );
+    }
+    assert_eq!(action["runs"]["using"].as_str(), Some("composite"));
+    let steps = action["runs"]["steps"].as_sequence().expect("steps");
+    for step in steps {
+        assert!(
+            step.get("uses").is_some() || step["shell"].as_str() == Some("bash"),
+            "a step with neither `uses` nor `shell: bash`: {step:?}"
+        );
+    }
+    let run = steps
+        .iter()
+        .find(|s| s["id"].as_str() == Some("run"))
+        .expect("the step that runs scripts/action.sh");
+    let env = run["env"].as_mapping().expect("env");
+    let script = read("scripts/action.sh");
+    for name in inputs.keys() {
+        let name = name.as_str().unwrap();
+        let var = format!("INPUT_{}", name.to_uppercase().replace('-', "_"));
+        assert_eq!(
+            env.get(var.as_str()).and_then(|v| v.as_str()),
+            Some(format!("${{{{ inputs.{name} }}}}").as_str()),
+            "input `{name}` is not handed to the script as {var}"
+        );
+        assert!(script.contains(&var), "scripts/action.sh never reads {var}");
+    }
+}
+
+/// A release as the release workflow publishes it, for this runner: the
+/// archive of the built binary and its `.sha256`, in a directory that a
+/// stand-in `curl` (first on the PATH) serves by file name. Returns the
+/// directory holding the stand-in and the archive's SHA-256.
+#[cfg(unix)]
+fn fake_release(tmp: &Path) -> (PathBuf, String) {
+    use std::os::unix::fs::PermissionsExt;
+    let name = format!("lockaudit-v{}-x86_64-unknown-linux-musl", version());
+    let release = tmp.join("release");
+    fs::create_dir_all(release.join(&name)).unwrap();
+    // The archived `lockaudit` runs the built binary (an archive of the
+    // debug binary itself would take seconds to compress).
+    let shim = release.join(&name).join("lockaudit");
+    fs::write(
+        &shim,
+        format!("#!/bin/sh\nexec '{}' \"$@\"\n", common::bin()),
+    )
+    .unwrap();
+    fs::set_permissions(&shim, fs::Permissions::from_mode(0o755)).unwrap();
+    let archive = format!("{name}.tar.gz");
+    let tar = Command::new("tar")
+        .args(["-czf", &archive, &name])
+        .current_dir(&release)
+        .status()
+        .unwrap();
+    assert!(tar.success());
+    let sum = Command::new("sha256sum")
+        .arg(&archive)
+        .current_dir(&release)
+        .output()
+        .unwrap();
+    assert!(sum.status.success());
+    let sum = String::from_utf8(sum.stdout).unwrap();
+    fs::write(release.join(format!("{archive}.sha256")), &sum).unwrap();
+    let fakebin = tmp.join("fakebin");
+    fs::create_dir_all(&fakebin).unwrap();
+    let curl = fakebin.join("curl");
+    fs::write(
+        &curl,
+        format!(
+            "#!/bin/sh\n# curl -o OUT URL: the release file of that name, or curl's 404 exit.\nwhile [ $# -gt 1 ]; do [ \"$1\" = -o ] && out=$2; shift; done\nf={}/$(basename \"$1\")\n[ -f \"$f\" ] || exit 22\ncp \"$f\" \"$out\"\n",
+            release.display()
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&curl, fs::Permissions::from_mode(0o755)).unwrap();
+    let hash = sum.split_whitespace().next().unwrap().to_string();
+    (fakebin, hash)
+}
+
+/// Runs scripts/action.sh with the download path taken (no LOCKAUDIT_BIN)
+/// on a Linux x64 runner; returns (script exit code, stderr, outputs, the
+/// $GITHUB_PATH file's text).
+#[cfg(unix)]
+fn run_action_downloading(
+    dir: &Path,
+    tmp: &Path,
+    fakebin: &Path,
+    envs: &[(&str, &str)],
+) -> (i32, String, String, String) {
+    let runner = tmp.join("runner");
+    fs::create_dir_all(&runner).unwrap();
+    let (outputs, path_file) = (tmp.join("outputs"), tmp.join("path"));
+    fs::write(&outputs, "").unwrap();
+    fs::write(&path_file, "").unwrap();
+    let path = format!(
+        "{}:{}",
+        fakebin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut cmd = Command::new("bash");
+    cmd.arg(root().join("scripts/action.sh"))
+        .current_dir(dir)
+        .env_remove("LOCKAUDIT_BIN")
+        .env("PATH", path)
+        .env("RUNNER_OS", "Linux")
+        .env("RUNNER_ARCH", "X64")
+        .env("INPUT_VERSION", version())
+        .env("INPUT_PATHS", ".")
+        .env("RUNNER_TEMP", &runner)
+        .env("GITHUB_OUTPUT", &outputs)
+        .env("GITHUB_PATH", &path_file)
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .env_remove("GITHUB_BASE_REF")
+        .env_remove("INPUT_NEW_SINCE")
+        .env_remove("INPUT_ARGS")
+        .env_remove("INPUT_CHECKSUM");
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("bash runs");
+    (
+        out.status.code().unwrap(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        fs::read_to_string(&outputs).unwrap(),
+        fs::read_to_string(&path_file).unwrap(),
+    )
+}
+
+/// Covers #25: the action verifies the downloaded archive against the
+/// `checksum` input when one is given (and then never builds instead),
+/// and puts the binary it installed on the PATH of the job's later steps.
+#[cfg(unix)]
+#[test]
+fn the_action_checks_the_checksum_input_and_puts_lockaudit_on_the_path() {
+    let project = copy_project("annotated");
+    let tmp = tempfile::tempdir().unwrap();
+    let (fakebin, hash) = fake_release(tmp.path());
+
+    // The right checksum (any case, surrounding space): installed, run,
+    // and its directory is on the PATH.
+    let given = format!(" {} \n", hash.to_uppercase());
+    let (code, stderr, outputs, path) = run_action_downloading(
+        project.path(),
+        tmp.path(),
+        &fakebin,
+        &[("INPUT_CHECKSUM", &given)],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(outputs.contains("exit-code=0\n"), "{outputs}");
+    let dir = path.lines().next().expect("a directory on GITHUB_PATH");
+    let installed = Path::new(dir).join("lockaudit");
+    assert!(
+        installed.starts_with(tmp.path().join("runner")),
+        "{installed:?}"
+    );
+    let version_out = Command::new(&installed).arg("--version").output().unwrap();
+    assert!(String::from_utf8_lossy(&version_out.stdout).contains(&version()));
+
+    // Without a checksum input, the release's own `.sha256` is enough.
+    let (code, stderr, outputs, path) =
+        run_action_downloading(project.path(), tmp.path(), &fakebin, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(outputs.contains("exit-code=0\n"), "{outputs}");
+    assert!(!path.is_empty());
+
+    // Another checksum: the run stops before lockaudit runs, and nothing
+    // is put on the PATH.
+    let wrong = "0".repeat(64);
+    let (code, stderr, outputs, path) = run_action_downloading(
+        project.path(),
+        tmp.path(),
+        &fakebin,
+        &[("INPUT_CHECKSUM", &wrong)],
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("does not have the checksum input's SHA-256"),
+        "{stderr}"
+    );
+    assert!(!outputs.contains("exit-code="), "{outputs}");
+    assert_eq!(path, "");
+
+    // No archive for this version, with a checksum: an error, not an
+    // unverified build from source.
+    let (code, stderr, _, _) = run_action_downloading(
+        project.path(),
+        tmp.path(),
+        &fakebin,
+        &[("INPUT_CHECKSUM", &hash), ("INPUT_VERSION", "9.9.9")],
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("no release archive of lockaudit 9.9.9 for this runner to verify"),
+        "{stderr}"
+    );
+}
+
 /// With no release to download (none is published yet), the action builds
 /// lockaudit from its own source, the commit `uses:` pins, with
 /// `cargo install --locked --path`. Stand-ins for `curl` (every download

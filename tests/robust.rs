@@ -559,6 +559,7 @@ proptest! {
     /// nothing else: not their columns, messages, suppressions or
     /// fingerprints.
     #[test]
+    #[ignore = "costly (about 30 s): .ci/run runs it; cargo test -- --ignored"]
     fn inserting_blank_lines_or_comments_moves_findings_only(
         pick in 0usize..1000,
         gap in 0usize..1000,
@@ -591,6 +592,7 @@ proptest! {
 
     /// The order files are named in never changes the output.
     #[test]
+    #[ignore = "costly (about 30 s): .ci/run runs it; cargo test -- --ignored"]
     fn file_order_never_changes_the_output(seed in any::<u64>()) {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let mut files: Vec<String> = fixture_texts().into_iter().map(|(p, _)| p).take(12).collect();

@@ -138,3 +138,28 @@ pub fn rel_to(path: &Path, base: &Path) -> String {
 pub fn rel(path: &Path) -> String {
     rel_to(path, root())
 }
+
+/// A SARIF log with what depends on the machine or on the checks'
+/// documentation replaced: the `%SRCROOT%` directory is `file:///ROOT/`,
+/// each rule's help is a placeholder (the documentation has its own tests).
+pub fn normalise_sarif(text: &str) -> String {
+    let mut log: serde_json::Value = serde_json::from_str(text).expect("SARIF is JSON");
+    let run = &mut log["runs"][0];
+    let root = run["originalUriBaseIds"]["%SRCROOT%"]["uri"]
+        .as_str()
+        .expect("%SRCROOT% has a uri");
+    assert!(
+        root.starts_with("file:///") && root.ends_with('/'),
+        "{root}"
+    );
+    run["originalUriBaseIds"]["%SRCROOT%"]["uri"] = serde_json::Value::from("file:///ROOT/");
+    for rule in run["tool"]["driver"]["rules"].as_array_mut().unwrap() {
+        for key in ["text", "markdown"] {
+            assert!(!rule["help"][key].as_str().unwrap().is_empty());
+            rule["help"][key] = serde_json::Value::from("(the check's documentation)");
+        }
+    }
+    let mut out = serde_json::to_string_pretty(&log).unwrap();
+    out.push('\n');
+    out
+}
