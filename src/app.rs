@@ -372,11 +372,8 @@ fn generated(bytes: &[u8]) -> bool {
 pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
     let pool = crate::parse::pool(p.jobs)?;
     let mut scopes = lock(&p.scopes);
-    let mut seen: std::collections::HashSet<PathBuf> = p
-        .files
-        .iter()
-        .map(|f| std::fs::canonicalize(f).unwrap_or_else(|_| f.clone()))
-        .collect();
+    let mut seen: std::collections::HashSet<walk::Identity> =
+        p.files.iter().map(|f| walk::identity(f)).collect();
     let mut queue: Vec<(PathBuf, usize)> = p
         .files
         .iter()
@@ -390,7 +387,10 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
         let round: Vec<(PathBuf, usize, String, FileResult, Vec<PathBuf>)> = {
             let list = &scopes.list;
             let prefilters = prefilters(p, list);
-            let engines = engines(list, &prefilters, &manifests);
+            let engines: Vec<Engine> = engines(list, &prefilters, &manifests)
+                .into_iter()
+                .map(|e| e.keeping(true))
+                .collect();
             let audit_one = |(path, scope): &(PathBuf, usize)| -> (
                 PathBuf,
                 usize,
@@ -412,19 +412,6 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
                         }
                         Ok(Ok(bytes)) => {
                             mods = walk::declared_modules(path, &bytes);
-                            if !mods.is_empty() {
-                                // Inside the declaring file's repository (or,
-                                // outside one, its directory): never elsewhere.
-                                let dir = path.parent().unwrap_or(Path::new("."));
-                                let root = crate::config::repo_root(dir)
-                                    .or_else(|| std::fs::canonicalize(dir).ok());
-                                mods.retain(|m| {
-                                    root.as_ref().is_some_and(|r| {
-                                        std::fs::canonicalize(m)
-                                            .is_ok_and(|real| real.starts_with(r))
-                                    })
-                                });
-                            }
                             let out = engine.check_bytes(&shown, &bytes, inventory);
                             let text = (!out.findings.is_empty())
                                 .then(|| String::from_utf8_lossy(&bytes).into_owned());
@@ -439,13 +426,24 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
         };
         let mut next = Vec::new();
         for (path, scope, shown, r, mods) in round {
-            results.push((path, scope, shown, r));
             for m in mods {
+                // Most declared modules were walked already: one `stat`
+                // says so, before anything costlier is asked.
+                let id = walk::identity(&m);
+                if seen.contains(&id) {
+                    continue;
+                }
                 let Ok(real) = std::fs::canonicalize(&m) else {
                     continue;
                 };
+                // Inside the declaring file's repository (or, outside one,
+                // its directory): never elsewhere.
+                let dir = path.parent().unwrap_or(Path::new("."));
+                let inside = crate::config::repo_root(dir)
+                    .or_else(|| std::fs::canonicalize(dir).ok())
+                    .is_some_and(|r| real.starts_with(r));
                 let regular = std::fs::metadata(&real).is_ok_and(|md| md.is_file());
-                if !regular || !seen.insert(real) {
+                if !inside || !regular || !seen.insert(id) {
                     continue;
                 }
                 let scope = scopes.of_path(&m);
@@ -455,6 +453,7 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
                 }
                 next.push((m, scope));
             }
+            results.push((path, scope, shown, r));
         }
         next.sort();
         queue = next;
@@ -563,26 +562,30 @@ fn crate_passes(
     let no_prefilter: Vec<Option<Prefilter>> = list.iter().map(|_| None).collect();
     let unfiltered = engines(list, &no_prefilter, manifests);
     let prefilters = prefilters(p, list);
-    let engines_first = engines(list, &prefilters, manifests);
+    let engines_first: Vec<Engine> = engines(list, &prefilters, manifests)
+        .into_iter()
+        .map(|e| e.keeping(true))
+        .collect();
     // The files audited with an outcome; the others stay as they are.
     let mut slots = Vec::new();
     let mut files: Vec<crate::cross::Audited> = Vec::new();
     for (i, (path, scope, shown, r)) in results.iter_mut().enumerate() {
         if let Ok((out, _)) = r {
             slots.push(i);
-            files.push(crate::cross::Audited {
-                path: path.clone(),
-                scope: *scope,
-                shown: shown.clone(),
-                outcome: std::mem::take(out),
-            });
+            files.push(crate::cross::Audited::new(
+                path.clone(),
+                *scope,
+                shown.clone(),
+                std::mem::take(out),
+            ));
         }
     }
     let engine = |scope: usize| unfiltered[scope];
-    let read = |path: &Path, scope: usize| -> Option<Vec<u8>> {
+    let read = |path: &Path, scope: usize| -> Option<std::sync::Arc<[u8]>> {
         read_capped(path, list[scope].settings.max_file_size)
             .ok()
             .and_then(Result::ok)
+            .map(Into::into)
     };
     // A crate the walk did not cover whole (a file or a subdirectory was
     // named) is read from disk, as far as its excludes allow.
@@ -621,7 +624,10 @@ fn crate_passes(
         if let Ok((out, text)) = &mut results[slot].3 {
             *out = f.outcome;
             if text.is_none() && !out.findings.is_empty() {
-                *text = read(&f.path, f.scope).map(|b| String::from_utf8_lossy(&b).into_owned());
+                *text = f
+                    .bytes
+                    .or_else(|| read(&f.path, f.scope))
+                    .map(|b| String::from_utf8_lossy(&b).into_owned());
             }
         }
     }

@@ -36,11 +36,13 @@
 //! what they offer and their own findings are dropped. Finding a crate
 //! root asks whether a `Cargo.toml` exists in each ancestor directory.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::engine::{Cross, Engine, FileOutcome};
 use crate::model::{SiteReport, Wrapper};
+use crate::words::FileWords;
 
 /// One audited file, as the audit keeps it.
 pub struct Audited {
@@ -48,6 +50,34 @@ pub struct Audited {
     pub scope: usize,
     pub shown: String,
     pub outcome: FileOutcome,
+    /// Its words, from the first audit: whether it could reach another
+    /// file's offer is asked of them, not of its text.
+    pub words: Option<FileWords>,
+    /// Its bytes, kept by the first audit when the passes will audit it
+    /// again; otherwise read again only when it is audited again.
+    pub bytes: Option<Arc<[u8]>>,
+}
+
+impl Audited {
+    /// A file after its first audit, taking what the engine kept of it.
+    pub fn new(path: PathBuf, scope: usize, shown: String, mut outcome: FileOutcome) -> Audited {
+        Audited {
+            path,
+            scope,
+            shown,
+            words: outcome.words.take(),
+            bytes: outcome.bytes.take(),
+            outcome,
+        }
+    }
+
+    /// Its bytes: kept, or read.
+    fn text(&self, sources: &Sources) -> Option<Arc<[u8]>> {
+        match &self.bytes {
+            Some(b) => Some(b.clone()),
+            None => (sources.read)(&self.path, self.scope),
+        }
+    }
 }
 
 /// Finds each file's crate root (nearest ancestor with a `Cargo.toml`),
@@ -190,21 +220,16 @@ fn scan(text: &str) -> Scan<'_> {
     out
 }
 
-/// Words searched for as substrings, all at once.
-struct Needles(Option<aho_corasick::AhoCorasick>);
+/// Words a file must spell (one of them) before its text is scanned.
+struct Needles(Vec<u32>);
 
 impl Needles {
     fn new<'a>(words: impl Iterator<Item = &'a str>) -> Needles {
-        let words: BTreeSet<&str> = words.filter(|w| !w.is_empty()).collect();
-        // The automaton's kind is the library's choice: a DFA for a few
-        // words, a compact NFA when a hostile crate offers thousands.
-        Needles(aho_corasick::AhoCorasick::new(words).ok())
+        Needles(crate::words::hashes(words.filter(|w| !w.is_empty())))
     }
 
-    /// Whether one of the words occurs in `text`; without an automaton
-    /// (none could be built), every text passes on to the scan.
-    fn in_text(&self, text: &[u8]) -> bool {
-        self.0.as_ref().is_none_or(|ac| ac.is_match(text))
+    fn in_words(&self, words: &FileWords) -> bool {
+        words.meets(&self.0)
     }
 }
 
@@ -479,7 +504,7 @@ pub struct Sources<'e> {
     /// not mention any lock API).
     pub engine: &'e (dyn Fn(usize) -> Engine<'e> + Sync),
     /// A file's bytes, within the scope's size limit.
-    pub read: &'e (dyn Fn(&Path, usize) -> Option<Vec<u8>> + Sync),
+    pub read: &'e ReadFn<'e>,
     /// The `.rs` files (display path, path) of the crate rooted at a
     /// directory that the walk did not cover whole: on disk for a run, at
     /// the revision for `--new-since`; never a file the scope excludes.
@@ -489,6 +514,9 @@ pub struct Sources<'e> {
     /// directory inside a crate, was named): `crate_files` is asked.
     pub partial: bool,
 }
+
+/// A file's bytes by path and scope, `None` when it cannot be read.
+pub type ReadFn<'e> = dyn Fn(&Path, usize) -> Option<Arc<[u8]>> + Sync + 'e;
 
 /// Files by (display path, path).
 pub type Listing = Vec<(String, PathBuf)>;
@@ -558,15 +586,7 @@ pub fn crate_passes(
             .filter_map(|(root, scope, shown, path)| {
                 let bytes = (sources.read)(&path, scope)?;
                 let outcome = (sources.first)(scope).check_bytes(&shown, &bytes, inventory);
-                Some((
-                    root,
-                    Audited {
-                        path,
-                        scope,
-                        shown,
-                        outcome,
-                    },
-                ))
+                Some((root, Audited::new(path, scope, shown, outcome)))
             })
             .collect()
     });
@@ -615,6 +635,7 @@ fn follow_calls(
             .map(|(f, _)| (f.shown.clone(), f.path.clone()))
             .collect()
     };
+    let by_path: HashMap<&Path, &Audited> = files.iter().map(|f| (f.path.as_path(), f)).collect();
     let mut redone: Vec<(usize, FileOutcome)> = Vec::new();
     for (scope, askers) in by_scope {
         let asks: Vec<_> = askers
@@ -631,13 +652,23 @@ fn follow_calls(
         // The crate's files: those walked, and the rest of a crate the
         // walk did not cover whole.
         let list = |root: &Path| crate_files(root);
-        let read = |path: &Path| (sources.read)(path, scope);
+        let read = |path: &Path| match by_path.get(path) {
+            Some(f) => f.text(sources),
+            None => (sources.read)(path, scope),
+        };
+        let may_define = |path: &Path, names: &[String]| {
+            by_path
+                .get(path)
+                .and_then(|f| f.words.as_ref())
+                .is_none_or(|w| names.iter().any(|n| w.defines(n)))
+        };
         let engine = (sources.engine)(scope);
         let index = FnIndex::build(
             &asks,
             engine.packs,
             &engine.settings.lock_name,
             &list,
+            &may_define,
             &read,
             pool,
         );
@@ -648,7 +679,7 @@ fn follow_calls(
                 .par_iter()
                 .filter_map(|&i| {
                     let f = &files[i];
-                    let bytes = (sources.read)(&f.path, scope)?;
+                    let bytes = f.text(sources)?;
                     let (given, called, reaching) = contexts.get(&i).unwrap_or(&none);
                     let cross = Cross {
                         imported: &given.wrappers,
@@ -681,7 +712,6 @@ fn follow_wrappers(
 ) -> Contexts {
     use rayon::prelude::*;
     let engine = sources.engine;
-    let read = sources.read;
     let mut contexts = Contexts::new();
     if files
         .iter()
@@ -758,7 +788,7 @@ fn follow_wrappers(
         // it reaches (and nothing else: what a file is given is bounded by
         // what it says).
         let none = HashSet::new();
-        let redone: Vec<(usize, Given, FileOutcome)> = pool.install(|| {
+        let redone: Vec<(usize, Given, FileOutcome, Arc<[u8]>)> = pool.install(|| {
             (0..files.len())
                 .into_par_iter()
                 .filter_map(|i| {
@@ -766,10 +796,25 @@ fn follow_wrappers(
                     let (names, reach) = needles.get(root)?;
                     let offers = next.get(root)?;
                     let f = &files[i];
-                    let bytes = read(&f.path, f.scope)?;
-                    if !names.in_text(&bytes) || !reach.in_text(&bytes) {
+                    // The words the first audit kept answer first: most
+                    // files are never read again.
+                    let mut bytes = None;
+                    let words = match &f.words {
+                        Some(w) => std::borrow::Cow::Borrowed(w),
+                        None => {
+                            let b = f.text(sources)?;
+                            let w = FileWords::of(&b);
+                            bytes = Some(b);
+                            std::borrow::Cow::Owned(w)
+                        }
+                    };
+                    if !names.in_words(&words) || !reach.in_words(&words) {
                         return None;
                     }
+                    let bytes = match bytes {
+                        Some(b) => b,
+                        None => f.text(sources)?,
+                    };
                     let text = String::from_utf8_lossy(&bytes);
                     let given = given_to(i, &scan(&text), offers);
                     let same = match imported.get(&i) {
@@ -788,7 +833,7 @@ fn follow_wrappers(
                     };
                     let out =
                         engine(f.scope).check_bytes_with(&f.shown, &bytes, inventory, Some(&cross));
-                    Some((i, given, out))
+                    Some((i, given, out, bytes))
                 })
                 .collect()
         });
@@ -799,8 +844,10 @@ fn follow_wrappers(
         if redone.is_empty() {
             break;
         }
-        for (i, given, out) in redone {
+        for (i, given, out, bytes) in redone {
             files[i].outcome = out;
+            // Audited again: kept for the passes that follow.
+            files[i].bytes = Some(bytes);
             imported.insert(i, given);
         }
     }
@@ -850,7 +897,7 @@ fn follow_wrappers(
             .par_iter()
             .filter_map(|(i, names)| {
                 let f = &files[*i];
-                let bytes = read(&f.path, f.scope)?;
+                let bytes = f.text(sources)?;
                 let empty = Given::default();
                 let given = imported.get(i).unwrap_or(&empty);
                 let cross = Cross {
@@ -893,6 +940,95 @@ fn follow_wrappers(
 #[cfg(test)]
 mod tests {
     use super::scan;
+
+    /// A counting source: the first audit reads every file, as a run does;
+    /// the crate passes then read only a file they audit again with what
+    /// another file offers, and that file once. A file that offers (here
+    /// `locks.rs`, the wrapper) is kept by the first audit and never read
+    /// again; the words of the rest answer whether they reach an offer.
+    #[test]
+    fn the_passes_read_only_what_they_audit_again_once() {
+        use crate::config::Settings;
+        use crate::engine::Engine;
+        use crate::pack::PackSet;
+        use crate::prefilter::Prefilter;
+        use std::collections::HashMap;
+        use std::path::{Path, PathBuf};
+        use std::sync::{Arc, Mutex};
+
+        let cwd = Path::new("/nonexistent-lockaudit-crate");
+        let mut texts: Vec<(String, String)> = vec![
+            (
+                "src/locks.rs".into(),
+                "pub async fn acquire_lock(con: &mut redis::aio::MultiplexedConnection, key: &str) -> bool {\n    redis::cmd(\"SET\").arg(key).arg(\"me\").arg(\"NX\").arg(\"PX\").arg(30_000)\n        .query_async::<Option<String>>(con).await.map(|r| r.is_some()).unwrap_or(false)\n}\n".into(),
+            ),
+            (
+                "src/jobs.rs".into(),
+                "use crate::locks::acquire_lock;\npub async fn run(con: &mut redis::aio::MultiplexedConnection) {\n    acquire_lock(con, \"jobs\").await;\n}\n".into(),
+            ),
+            // Names the wrapper, not its module: it reaches nothing.
+            ("src/noise.rs".into(), "// acquire_lock is defined elsewhere\npub fn f() {}\n".into()),
+        ];
+        for i in 0..20 {
+            texts.push((
+                format!("src/util{i}.rs"),
+                format!("pub fn helper{i}() -> u8 {{ {i} }}\n"),
+            ));
+        }
+        let disk: HashMap<PathBuf, Arc<[u8]>> = texts
+            .iter()
+            .map(|(p, t)| (cwd.join(p), t.as_bytes().into()))
+            .collect();
+        let reads: Mutex<HashMap<PathBuf, usize>> = Mutex::default();
+        let read = |p: &Path, _: usize| -> Option<Arc<[u8]>> {
+            *reads.lock().unwrap().entry(p.to_path_buf()).or_default() += 1;
+            disk.get(p).cloned()
+        };
+        let packs = PackSet::builtin();
+        let settings = Settings::default();
+        let pre = Prefilter::new(&packs, &settings.lock_name);
+        let first = Engine::new(&packs, &settings)
+            .with_prefilter(Some(&pre))
+            .keeping(true);
+        let again = Engine::new(&packs, &settings);
+        let mut files: Vec<super::Audited> = texts
+            .iter()
+            .map(|(shown, _)| {
+                let path = cwd.join(shown);
+                let bytes = read(&path, 0).unwrap();
+                let out = first.check_bytes(shown, &bytes, false);
+                super::Audited::new(path, 0, shown.clone(), out)
+            })
+            .collect();
+        let first_of = |_: usize| first;
+        let engine_of = |_: usize| again;
+        let none = |_: &Path, _: usize| Vec::new();
+        let sources = super::Sources {
+            first: &first_of,
+            engine: &engine_of,
+            read: &read,
+            crate_files: &none,
+            partial: false,
+        };
+        let pool = crate::parse::pool(Some(1)).unwrap();
+        super::crate_passes(&mut files, cwd, &pool, false, &sources);
+        let reads = reads.into_inner().unwrap();
+        for (shown, _) in &texts {
+            let n = reads[&cwd.join(shown)];
+            let want = if shown == "src/jobs.rs" { 2 } else { 1 };
+            assert_eq!(n, want, "{shown} read {n} times");
+        }
+        // And the caller was audited knowing the wrapper.
+        let jobs = files.iter().find(|f| f.shown == "src/jobs.rs").unwrap();
+        assert!(
+            jobs.outcome
+                .findings
+                .iter()
+                .any(|f| f.check.as_str() == "ignored-acquire-result"),
+            "{:?}",
+            jobs.outcome.findings
+        );
+    }
 
     #[test]
     fn a_call_is_a_whole_name_then_a_parenthesis() {

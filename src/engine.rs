@@ -28,6 +28,9 @@ pub struct Engine<'a> {
     /// The functions of other files of the crate the fencing check follows
     /// calls into, indexed before the audit that uses them.
     pub fns: Option<&'a FnIndex>,
+    /// Keep what the crate passes need of the file ([`FileOutcome::words`],
+    /// [`FileOutcome::bytes`]): the first audit of a run that has them.
+    pub keep: bool,
 }
 
 impl<'a> Engine<'a> {
@@ -42,7 +45,14 @@ impl<'a> Engine<'a> {
             only: None,
             manifests: None,
             fns: None,
+            keep: false,
         }
+    }
+
+    /// Keeps each file's words, and the bytes of a file the crate passes
+    /// will audit again, so that they need not read it.
+    pub fn keeping(self, keep: bool) -> Self {
+        Engine { keep, ..self }
     }
 
     /// Skips the files the pre-filter proves lock-free.
@@ -114,6 +124,12 @@ pub struct FileOutcome {
     /// Functions of other files its checks asked for and the engine's
     /// index did not have.
     pub asked: Asked,
+    /// Its words, when the engine keeps them: every file read has them,
+    /// parsed or not.
+    pub words: Option<crate::words::FileWords>,
+    /// Its bytes, when the engine keeps them and the crate passes will
+    /// audit it again (it offers wrappers or texts, or asked for functions).
+    pub bytes: Option<std::sync::Arc<[u8]>>,
 }
 
 impl Engine<'_> {
@@ -144,7 +160,17 @@ impl Engine<'_> {
         // Free the thread-local span map: it grows with every parsed file.
         proc_macro2::extra::invalidate_current_thread_spans();
         match result {
-            Ok(o) => o,
+            Ok(mut o) => {
+                if self.keep {
+                    o.words = Some(crate::words::FileWords::of(bytes));
+                    let again =
+                        !o.wrappers.is_empty() || !o.texts.is_empty() || !o.asked.names.is_empty();
+                    if again {
+                        o.bytes = Some(bytes.into());
+                    }
+                }
+                o
+            }
             Err(panic) => {
                 let msg = panic
                     .downcast_ref::<&str>()
@@ -334,20 +360,24 @@ impl Engine<'_> {
         cwd: &std::path::Path,
         excludes: Option<&crate::walk::Excludes>,
     ) -> FileOutcome {
-        let first = self.check_bytes(shown, bytes, false);
+        let first = self.keeping(true).check_bytes(shown, bytes, false);
         let Ok(pool) = crate::parse::pool(None) else {
             return first;
         };
         let path = cwd.join(shown);
         let max = self.settings.max_file_size;
-        let unfiltered = self.with_prefilter(None);
+        let unfiltered = self.with_prefilter(None).keeping(false);
         let engine = |_: usize| unfiltered;
-        let first_engine = |_: usize| *self;
-        let read = |p: &std::path::Path, _: usize| {
+        let kept = self.keeping(true);
+        let first_engine = |_: usize| kept;
+        let read = |p: &std::path::Path, _: usize| -> Option<std::sync::Arc<[u8]>> {
             if p == path {
-                return Some(bytes.to_vec());
+                return Some(bytes.into());
             }
-            crate::app::read_capped(p, max).ok().and_then(Result::ok)
+            crate::app::read_capped(p, max)
+                .ok()
+                .and_then(Result::ok)
+                .map(Into::into)
         };
         // Only a crate inside the file's repository (the git top level
         // above it) is read; a file in no repository is on its own machine
@@ -371,12 +401,12 @@ impl Engine<'_> {
             crate_files: &crate_files,
             partial: true,
         };
-        let mut files = vec![crate::cross::Audited {
-            path: path.clone(),
-            scope: 0,
-            shown: shown.to_string(),
-            outcome: first,
-        }];
+        let mut files = vec![crate::cross::Audited::new(
+            path.clone(),
+            0,
+            shown.to_string(),
+            first,
+        )];
         crate::cross::crate_passes(&mut files, cwd, &pool, false, &sources);
         files.pop().map(|f| f.outcome).unwrap_or_default()
     }

@@ -250,7 +250,10 @@ pub fn fingerprints_at(
     let prefilters = crate::app::prefilters(p, &scopes.list);
     // The engines of the run, built the same way.
     let manifests = crate::model::resolve::Manifests::new(cwd.clone());
-    let engines = crate::app::engines(&scopes.list, &prefilters, &manifests);
+    let engines: Vec<Engine> = crate::app::engines(&scopes.list, &prefilters, &manifests)
+        .into_iter()
+        .map(|e| e.keeping(true))
+        .collect();
     // The same workers as the run: large stacks for the parser.
     let pool = crate::parse::pool(p.jobs)?;
     let outcomes: Vec<crate::engine::FileOutcome> = pool.install(|| {
@@ -267,14 +270,14 @@ pub fn fingerprints_at(
         .iter()
         .zip(&blob_scope)
         .zip(outcomes)
-        .map(|(((rel, _), &scope), outcome)| crate::cross::Audited {
-            path: PathBuf::from(rel),
-            scope,
-            shown: rel.clone(),
-            outcome,
+        .map(|(((rel, _), &scope), outcome)| {
+            crate::cross::Audited::new(PathBuf::from(rel), scope, rel.clone(), outcome)
         })
         .collect();
-    let unfiltered: Vec<Engine> = engines.iter().map(|e| e.with_prefilter(None)).collect();
+    let unfiltered: Vec<Engine> = engines
+        .iter()
+        .map(|e| e.with_prefilter(None).keeping(false))
+        .collect();
     let by_path: HashMap<&str, &Vec<u8>> = blobs
         .iter()
         .map(|(rel, _)| rel.as_str())
@@ -285,11 +288,11 @@ pub fn fingerprints_at(
     let more: std::sync::Mutex<HashMap<String, Vec<u8>>> = Default::default();
     let engine = |scope: usize| unfiltered[scope];
     let first = |scope: usize| engines[scope];
-    let read = |path: &Path, _scope: usize| -> Option<Vec<u8>> {
+    let read = |path: &Path, _scope: usize| -> Option<std::sync::Arc<[u8]>> {
         let p = path.to_str()?;
         match by_path.get(p) {
-            Some(b) => Some(b.to_vec()),
-            None => more.lock().ok()?.get(p).cloned(),
+            Some(b) => Some(b.as_slice().into()),
+            None => more.lock().ok()?.get(p).map(|b| b.as_slice().into()),
         }
     };
     let crate_files = |root: &Path, _scope: usize| -> Vec<(String, PathBuf)> {

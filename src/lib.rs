@@ -29,4 +29,5 @@ pub mod scope;
 pub mod source;
 pub mod suggest;
 pub mod walk;
+pub mod words;
 pub mod yamlloc;

@@ -204,8 +204,30 @@ pub fn collect(
     // One file named several ways (`a.rs`, `./a.rs`, its absolute path)
     // is audited once.
     let mut seen = std::collections::HashSet::new();
-    out.retain(|p| seen.insert(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())));
+    out.retain(|p| seen.insert(identity(p)));
     Ok(out)
+}
+
+/// What makes two names one file: its device and inode where the system
+/// has them (one `stat`), else its canonical path (a `readlink` per
+/// component, several times the cost on a deep tree).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Identity {
+    Inode(u64, u64),
+    Path(PathBuf),
+}
+
+/// The [`Identity`] of the file at `path` (a file that cannot be asked
+/// about is known by its path as written).
+pub fn identity(path: &Path) -> Identity {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let Ok(m) = std::fs::metadata(path) {
+            return Identity::Inode(m.dev(), m.ino());
+        }
+    }
+    Identity::Path(std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()))
 }
 
 /// The files a source file's `mod name;` declarations name: `name.rs` and

@@ -97,7 +97,8 @@ impl FnIndex {
         packs: &PackSet,
         lock_name: &Regex,
         files: &(dyn Fn(&Path) -> Vec<(String, PathBuf)> + Sync),
-        read: &(dyn Fn(&Path) -> Option<Vec<u8>> + Sync),
+        may_define: &(dyn Fn(&Path, &[String]) -> bool + Sync),
+        read: &(dyn Fn(&Path) -> Option<std::sync::Arc<[u8]>> + Sync),
         pool: &rayon::ThreadPool,
     ) -> FnIndex {
         use rayon::prelude::*;
@@ -146,8 +147,11 @@ impl FnIndex {
                     .entry(root.clone())
                     .or_insert_with(|| files(root))
                     .clone();
+                // Only a file whose words say it may define one is read.
                 for path in list {
-                    work.push((root.clone(), path, defines.clone()));
+                    if may_define(&path.1, names) {
+                        work.push((root.clone(), path, defines.clone()));
+                    }
                 }
             }
             let known: HashMap<&str, Option<Arc<FileModel>>> = models
@@ -304,7 +308,8 @@ pub fn crate_files_on_disk(
 /// repository, each once.
 pub struct Manifests {
     cwd: PathBuf,
-    /// Display path → its crate root: asked once per file.
+    /// Display path of a directory → its crate root: asked once per
+    /// directory.
     roots: Mutex<HashMap<String, Option<PathBuf>>>,
     /// Crate root → its package name.
     names: Mutex<HashMap<PathBuf, Option<String>>>,
@@ -323,16 +328,20 @@ impl Manifests {
     }
 
     fn crate_root(&self, from: &str) -> Option<PathBuf> {
-        if let Some(r) = self.roots.lock().unwrap().get(from) {
+        // Asked per directory: the files of one directory share a crate,
+        // and resolving a path costs a system call per component.
+        let dir = Path::new(from).parent().unwrap_or(Path::new(""));
+        let key = dir.to_string_lossy();
+        if let Some(r) = self.roots.lock().unwrap().get(key.as_ref()) {
             return r.clone();
         }
-        let root = std::fs::canonicalize(self.cwd.join(from))
+        let root = std::fs::canonicalize(self.cwd.join(dir))
             .ok()
-            .and_then(|abs| crate_root_on_disk(&abs));
+            .and_then(|abs| crate_root_on_disk(&abs.join("lib.rs")));
         self.roots
             .lock()
             .unwrap()
-            .insert(from.to_string(), root.clone());
+            .insert(key.into_owned(), root.clone());
         root
     }
 
