@@ -114,14 +114,50 @@ impl<'a> CheckCtx<'a> {
     /// first half of a read-then-write.
     pub fn read_before(&self, e: &Event) -> Option<&'a Event> {
         let key = e.key.as_ref()?;
-        self.model
+        let read_of = |r: &Event, before: usize| {
+            r.role == Role::Read
+                && r.span.start.offset < before
+                && r.key.as_ref().is_some_and(|k| k.norm == key.norm)
+        };
+        if let Some(r) = self
+            .model
             .fn_events(e.func)
-            .filter(|r| {
-                r.role == Role::Read
-                    && r.span.start.offset < e.span.start.offset
-                    && r.key.as_ref().is_some_and(|k| k.norm == key.norm)
-            })
+            .filter(|r| read_of(r, e.span.start.offset))
             .last()
+        {
+            return Some(r);
+        }
+        // The same two steps split across functions of the file: a
+        // function reads the key, then calls the one that writes it
+        // (`let l = self.api.get(name)?; .. self.acquire_lease(&l)` with
+        // the patch in `acquire_lease`). The key must read the same in
+        // both (a field of `self`, a constant): a parameter's name says
+        // nothing of what the caller passed.
+        let writer = &self.model.fns[e.func];
+        let root = key
+            .norm
+            .trim_start_matches(['&', '*'])
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .next()
+            .unwrap_or_default();
+        if root != "self" && writer.params.iter().any(|p| p == root) {
+            return None;
+        }
+        self.model
+            .fn_ids()
+            .filter(|(g, _)| *g != e.func)
+            .flat_map(|(g, f)| {
+                f.calls
+                    .iter()
+                    .filter(|c| c.local && c.name == writer.name)
+                    .filter_map(move |c| {
+                        self.model
+                            .fn_events(g)
+                            .filter(|r| read_of(r, c.offset))
+                            .last()
+                    })
+            })
+            .next()
     }
 
     /// The acquisition a release, renewal, read or token use belongs to

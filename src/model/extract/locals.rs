@@ -257,6 +257,20 @@ impl<'ast> LocalTable<'ast> {
         self.id(name).map(|id| &self.bindings[id.0 as usize])
     }
 
+    /// The binding `id`.
+    pub fn binding(&self, id: LocalId) -> &Binding<'ast> {
+        &self.bindings[id.0 as usize]
+    }
+
+    /// The binding of `name` that `id` shadows, when `id` is one of the
+    /// visible bindings of `name`: what `patch` names in
+    /// `let patch = Patch::Merge(&patch);`.
+    pub fn shadowed(&self, name: &str, id: LocalId) -> Option<LocalId> {
+        let stack = self.visible.get(name)?;
+        let at = stack.iter().position(|&i| i == id)?;
+        at.checked_sub(1).map(|i| stack[i])
+    }
+
     pub fn get_mut(&mut self, name: &str) -> Option<&mut Binding<'ast>> {
         let id = self.id(name)?;
         Some(&mut self.bindings[id.0 as usize])

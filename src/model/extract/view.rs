@@ -216,24 +216,34 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
     /// (`&Patch::Merge(&patch)`, `client.txn(txn)`), each local once and
     /// at most [`MAX_FOLLOWED`], with the fields assigned to those locals.
     fn passed(&self) -> (Vec<&'ast Expr>, Vec<(String, bool)>) {
+        let locals = &self.w.locals;
         let mut exprs = Vec::new();
         let mut assigned = Vec::new();
-        let mut seen: Vec<String> = Vec::new();
-        let mut todo: Vec<&'ast Expr> = self.args.iter().rev().copied().collect();
-        while let Some(e) = todo.pop() {
+        let mut seen: Vec<super::locals::LocalId> = Vec::new();
+        // Each expression with the binding whose initialiser it is: a name
+        // that binding shadows, used in its own initialiser, is the one
+        // before it (`let patch = json!(..); let patch = Patch::Merge(&patch);`).
+        let mut todo: Vec<(&'ast Expr, Option<super::locals::LocalId>)> =
+            self.args.iter().rev().map(|e| (*e, None)).collect();
+        while let Some((e, of)) = todo.pop() {
             exprs.push(e);
             for name in named_locals(e) {
-                if seen.len() >= MAX_FOLLOWED || seen.contains(&name) {
-                    continue;
-                }
-                let Some(b) = self.w.locals.get(&name) else {
+                let id = match of {
+                    Some(of) if locals.binding(of).name == name => locals.shadowed(&name, of),
+                    _ => locals.id(&name),
+                };
+                let Some(id) = id else {
                     continue;
                 };
+                if seen.len() >= MAX_FOLLOWED || seen.contains(&id) {
+                    continue;
+                }
+                let b = locals.binding(id);
                 if let Some(init) = b.init {
-                    todo.push(init);
+                    todo.push((init, Some(id)));
                 }
                 assigned.extend(b.assigned.iter().cloned());
-                seen.push(name);
+                seen.push(id);
             }
         }
         (exprs, assigned)
