@@ -202,15 +202,19 @@ pub fn collect(
     out.sort();
     out.dedup();
     // One file named several ways (`a.rs`, `./a.rs`, its absolute path)
-    // is audited once.
-    let mut seen = std::collections::HashSet::new();
-    out.retain(|p| seen.insert(identity(p)));
+    // is audited once. One directory walked names each file once (links
+    // are not followed): the canonical paths, a `readlink` per component
+    // of every file, are asked only when several paths were named.
+    if paths.len() > 1 {
+        let mut seen = std::collections::HashSet::new();
+        out.retain(|p| seen.insert(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())));
+    }
     Ok(out)
 }
 
-/// What makes two names one file: its device and inode where the system
-/// has them (one `stat`), else its canonical path (a `readlink` per
-/// component, several times the cost on a deep tree).
+/// What makes two names one file, for the files `mod` declarations reach:
+/// its device and inode where the system has them (one `stat`), else its
+/// canonical path. A hard link of a walked file is that file.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Identity {
     Inode(u64, u64),

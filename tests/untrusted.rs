@@ -1510,6 +1510,23 @@ fn a_file_named_several_ways_is_audited_once() {
     );
 }
 
+/// Two hard links are two paths of the tree: each is audited and reported
+/// (one walked directory asks no file's identity).
+#[cfg(unix)]
+#[test]
+fn hard_links_in_one_tree_are_each_audited() {
+    let dir = repo();
+    std::fs::hard_link(dir.path().join("witness.rs"), dir.path().join("twin.rs")).unwrap();
+    let r = run(dir.path(), &["check", "--format", "short", "."]);
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert_eq!(
+        r.stdout.matches("error[unowned-release]").count(),
+        2,
+        "{r:?}"
+    );
+    assert!(r.stdout.contains("twin.rs"), "{r:?}");
+}
+
 // ---------------------------------------------------------------------
 // 8b. A run stopped during the write leaves no temporary file.
 
