@@ -127,8 +127,8 @@ pub struct FileOutcome {
     /// Its words, when the engine keeps them: every file read has them,
     /// parsed or not.
     pub words: Option<crate::words::FileWords>,
-    /// Its bytes, when the engine keeps them and the crate passes will
-    /// audit it again (it offers wrappers or texts, or asked for functions).
+    /// Its bytes, when the engine keeps them and the crate passes may
+    /// audit it again (it offers wrappers, or asked for functions).
     pub bytes: Option<std::sync::Arc<[u8]>>,
 }
 
@@ -163,8 +163,11 @@ impl Engine<'_> {
             Ok(mut o) => {
                 if self.keep {
                     o.words = Some(crate::words::FileWords::of(bytes));
-                    let again =
-                        !o.wrappers.is_empty() || !o.texts.is_empty() || !o.asked.names.is_empty();
+                    // A file that offers wrappers may be audited again as
+                    // their definer, one that asked for functions with the
+                    // index; a file that only offers texts gives them and is
+                    // not audited again for it.
+                    let again = !o.wrappers.is_empty() || !o.asked.names.is_empty();
                     if again {
                         o.bytes = Some(bytes.into());
                     }
