@@ -216,6 +216,14 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
     /// (`&Patch::Merge(&patch)`, `client.txn(txn)`), each local once and
     /// at most [`MAX_FOLLOWED`], with the fields assigned to those locals.
     fn passed(&self) -> (Vec<&'ast Expr>, Vec<(String, bool)>) {
+        self.passed_from(self.args.iter().copied())
+    }
+
+    /// [`View::passed`], from `args`.
+    fn passed_from(
+        &self,
+        args: impl DoubleEndedIterator<Item = &'ast Expr>,
+    ) -> (Vec<&'ast Expr>, Vec<(String, bool)>) {
         let locals = &self.w.locals;
         let mut exprs = Vec::new();
         let mut assigned = Vec::new();
@@ -224,7 +232,7 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
         // that binding shadows, used in its own initialiser, is the one
         // before it (`let patch = json!(..); let patch = Patch::Merge(&patch);`).
         let mut todo: Vec<(&'ast Expr, Option<super::locals::LocalId>)> =
-            self.args.iter().rev().map(|e| (*e, None)).collect();
+            args.rev().map(|e| (e, None)).collect();
         while let Some((e, of)) = todo.pop() {
             exprs.push(e);
             for name in named_locals(e) {
@@ -247,6 +255,23 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
             }
         }
         (exprs, assigned)
+    }
+
+    /// Whether a field set in an argument of the chain's methods (or in
+    /// the locals they pass on) satisfies `ok`: the `duration` of a lock
+    /// item struct serialised into `.set_item(Some(item))`.
+    fn chain_fields(&self, ok: impl Fn(&str) -> bool) -> bool {
+        let args = self.segs().iter().flat_map(|s| match &s.kind {
+            SegKind::Method { args, .. } => args.clone(),
+            _ => Vec::new(),
+        });
+        let args: Vec<&'ast Expr> = args.collect();
+        let (exprs, assigned) = self.passed_from(args.into_iter());
+        let mut fields = FieldSets::default();
+        for e in exprs {
+            arg_fields(e, &mut fields);
+        }
+        fields.set.iter().any(|f| ok(f)) || assigned.iter().any(|(f, cleared)| !cleared && ok(f))
     }
 
     fn fields(&self) -> &FieldSets {
@@ -510,7 +535,9 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
             }
             ExpirySource::Text => {
                 let strings = &self.w.cx.strings;
-                if e.text.iter().any(|r| strings.matches(self.texts, r)) {
+                if e.text.iter().any(|r| strings.matches(self.texts, r))
+                    || self.chain_fields(|f| e.text.iter().any(|r| r.is_match(f)))
+                {
                     ExpiryState::Set(None)
                 } else {
                     ExpiryState::Missing
