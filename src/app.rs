@@ -872,8 +872,17 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
             .unwrap_or_else(|| std::io::Error::from(e.kind()));
         Failure(format!("{shown}: cannot write: {e}"))
     };
-    let mut tmp = builder.tempfile_in(&dir).map_err(cannot)?;
-    let pending = Pending::new(tmp.path());
+    // The handler is in place before the file exists, and the file is
+    // created and listed under the list's lock: a signal at any moment
+    // finds it listed, or waits until it is.
+    Pending::handle_signals();
+    let (mut tmp, pending) = {
+        let mut listed = lock(&PENDING);
+        let tmp = builder.tempfile_in(&dir).map_err(cannot)?;
+        listed.push(tmp.path().to_path_buf());
+        let pending = Pending(tmp.path().to_path_buf());
+        (tmp, pending)
+    };
     tmp.write_all(bytes)
         .and_then(|_| tmp.as_file().sync_all())
         .map_err(cannot)?;
@@ -904,7 +913,8 @@ static PENDING: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new(
 struct Pending(PathBuf);
 
 impl Pending {
-    fn new(path: &Path) -> Pending {
+    /// Installs, once, the handler that removes the listed files.
+    fn handle_signals() {
         static HANDLER: std::sync::Once = std::sync::Once::new();
         HANDLER.call_once(|| {
             use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
@@ -923,8 +933,6 @@ impl Pending {
                 }
             });
         });
-        lock(&PENDING).push(path.to_path_buf());
-        Pending(path.to_path_buf())
     }
 }
 
