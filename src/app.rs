@@ -618,6 +618,7 @@ fn crate_passes(
         read: &read,
         crate_files: &crate_files,
         partial,
+        first_audits: None,
     };
     crate::cross::crate_passes(&mut files, &p.cwd, pool, inventory, &sources);
     for (slot, f) in slots.into_iter().zip(files) {
@@ -744,7 +745,7 @@ fn audit_stdin(p: &Prepared, name: &Path) -> Result<Audit, Failure> {
     let out = if bytes.len() as u64 > limit {
         engine.too_large(&shown, bytes.len() as u64)
     } else {
-        engine.check_in_crate(&shown, &bytes, &p.cwd, Some(&s.excludes))
+        engine.check_in_crate(&shown, &bytes, &p.cwd, Some(&s.excludes), None)
     };
     let text = String::from_utf8_lossy(&bytes);
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text).to_string();

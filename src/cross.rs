@@ -45,6 +45,7 @@ use crate::model::{SiteReport, Wrapper};
 use crate::words::FileWords;
 
 /// One audited file, as the audit keeps it.
+#[derive(Clone)]
 pub struct Audited {
     pub path: PathBuf,
     pub scope: usize,
@@ -513,6 +514,49 @@ pub struct Sources<'e> {
     /// The walk may have covered some crate only in part (a file, or a
     /// directory inside a crate, was named): `crate_files` is asked.
     pub partial: bool,
+    /// First audits of those other files kept from an earlier run (an
+    /// editor session's), used while a file is unchanged on disk.
+    pub first_audits: Option<&'e FirstAudits>,
+}
+
+/// The first audits of crate files the walk did not name, kept between the
+/// runs of an editor session: each with the size and modification time its
+/// file had, and used only while the file on disk still has them. A file
+/// that changed, or cannot be asked, is read and audited again.
+#[derive(Default)]
+pub struct FirstAudits {
+    kept: std::sync::Mutex<HashMap<PathBuf, (Stamp, Audited)>>,
+}
+
+/// What tells a file unchanged: its length and modification time.
+type Stamp = (u64, std::time::SystemTime);
+
+fn stamp(path: &Path) -> Option<Stamp> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.len(), m.modified().ok()?))
+}
+
+/// Most first audits kept: a session that walks through more crate files
+/// forgets them all and starts again, so memory stays bounded.
+const MAX_KEPT: usize = 20_000;
+
+impl FirstAudits {
+    fn get(&self, path: &Path, scope: usize, shown: &str) -> Option<Audited> {
+        let now = stamp(path)?;
+        let kept = self.kept.lock().ok()?;
+        let (was, a) = kept.get(path)?;
+        (*was == now && a.scope == scope && a.shown == shown).then(|| a.clone())
+    }
+
+    fn put(&self, stamp: Stamp, a: &Audited) {
+        let Ok(mut kept) = self.kept.lock() else {
+            return;
+        };
+        if kept.len() >= MAX_KEPT {
+            kept.clear();
+        }
+        kept.insert(a.path.clone(), (stamp, a.clone()));
+    }
 }
 
 /// A file's bytes by path and scope, `None` when it cannot be read.
@@ -584,9 +628,20 @@ pub fn crate_passes(
         context
             .into_par_iter()
             .filter_map(|(root, scope, shown, path)| {
+                let cache = sources.first_audits.filter(|_| !inventory);
+                if let Some(a) = cache.and_then(|c| c.get(&path, scope, &shown)) {
+                    return Some((root, a));
+                }
+                // Taken before the read: a file that changes while it is
+                // read is not kept as the older one.
+                let before = cache.and_then(|_| stamp(&path));
                 let bytes = (sources.read)(&path, scope)?;
                 let outcome = (sources.first)(scope).check_bytes(&shown, &bytes, inventory);
-                Some((root, Audited::new(path, scope, shown, outcome)))
+                let a = Audited::new(path, scope, shown, outcome);
+                if let (Some(c), Some(before)) = (cache, before) {
+                    c.put(before, &a);
+                }
+                Some((root, a))
             })
             .collect()
     });
@@ -1009,6 +1064,7 @@ mod tests {
             read: &read,
             crate_files: &none,
             partial: false,
+            first_audits: None,
         };
         let pool = crate::parse::pool(Some(1)).unwrap();
         super::crate_passes(&mut files, cwd, &pool, false, &sources);
@@ -1028,6 +1084,105 @@ mod tests {
             "{:?}",
             jobs.outcome.findings
         );
+    }
+
+    /// An editor session's first audits: a crate file unchanged on disk is
+    /// neither read nor audited again for what it offers; one that changed
+    /// is, once.
+    #[test]
+    fn unchanged_crate_files_are_not_read_again_in_a_session() {
+        use crate::config::Settings;
+        use crate::engine::Engine;
+        use crate::pack::PackSet;
+        use std::collections::HashMap;
+        use std::path::{Path, PathBuf};
+        use std::sync::{Arc, Mutex};
+
+        let dir =
+            std::env::temp_dir().join(format!("lockaudit-first-audits-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::write(dir.join("Cargo.toml"), "[package]\nname = \"app\"\n").unwrap();
+        let locks = "pub async fn acquire_lock(con: &mut redis::aio::MultiplexedConnection, key: &str) -> bool {\n    redis::cmd(\"SET\").arg(key).arg(\"me\").arg(\"NX\").arg(\"PX\").arg(30_000)\n        .query_async::<Option<String>>(con).await.map(|r| r.is_some()).unwrap_or(false)\n}\n";
+        std::fs::write(dir.join("src/locks.rs"), locks).unwrap();
+        for i in 0..5 {
+            std::fs::write(
+                dir.join(format!("src/util{i}.rs")),
+                format!("pub fn helper{i}() {{}}\n"),
+            )
+            .unwrap();
+        }
+        let edited = "use crate::locks::acquire_lock;\npub async fn run(con: &mut redis::aio::MultiplexedConnection) {\n    acquire_lock(con, \"jobs\").await;\n}\n";
+        let listing: Vec<(String, PathBuf)> = std::iter::once("src/locks.rs".to_string())
+            .chain((0..5).map(|i| format!("src/util{i}.rs")))
+            .map(|s| (s.clone(), dir.join(s)))
+            .collect();
+        let packs = PackSet::builtin();
+        let settings = Settings::default();
+        let engine = Engine::new(&packs, &settings);
+        let first = engine.keeping(true);
+        let kept = super::FirstAudits::default();
+        let run = |kept: &super::FirstAudits| -> (HashMap<PathBuf, usize>, Vec<String>) {
+            let reads: Mutex<HashMap<PathBuf, usize>> = Mutex::default();
+            // The edited file is the editor's buffer, as in
+            // `Engine::check_in_crate`; the others come from disk.
+            let read = |p: &Path, _: usize| -> Option<Arc<[u8]>> {
+                if p == dir.join("src/jobs.rs") {
+                    return Some(edited.as_bytes().into());
+                }
+                *reads.lock().unwrap().entry(p.to_path_buf()).or_default() += 1;
+                std::fs::read(p).ok().map(Into::into)
+            };
+            let first_of = |_: usize| first;
+            let engine_of = |_: usize| engine;
+            let list = |_: &Path, _: usize| listing.clone();
+            let sources = super::Sources {
+                first: &first_of,
+                engine: &engine_of,
+                read: &read,
+                crate_files: &list,
+                partial: true,
+                first_audits: Some(kept),
+            };
+            let out = first.check_bytes("src/jobs.rs", edited.as_bytes(), false);
+            let mut files = vec![super::Audited::new(
+                dir.join("src/jobs.rs"),
+                0,
+                "src/jobs.rs".into(),
+                out,
+            )];
+            let pool = crate::parse::pool(Some(1)).unwrap();
+            super::crate_passes(&mut files, &dir, &pool, false, &sources);
+            let checks = files[0]
+                .outcome
+                .findings
+                .iter()
+                .map(|f| f.check.as_str().to_string())
+                .collect();
+            (reads.into_inner().unwrap(), checks)
+        };
+        let (reads, checks) = run(&kept);
+        assert_eq!(reads.len(), 6, "{reads:?}");
+        assert!(reads.values().all(|&n| n == 1), "{reads:?}");
+        assert!(
+            checks.iter().any(|c| c == "ignored-acquire-result"),
+            "{checks:?}"
+        );
+        let (reads, again) = run(&kept);
+        assert!(reads.is_empty(), "{reads:?}");
+        assert_eq!(again, checks);
+        std::fs::write(
+            dir.join("src/util3.rs"),
+            "pub fn helper3() { let changed = 1; }\n",
+        )
+        .unwrap();
+        let (reads, _) = run(&kept);
+        assert_eq!(
+            reads.keys().collect::<Vec<_>>(),
+            vec![&dir.join("src/util3.rs")],
+            "{reads:?}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

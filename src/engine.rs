@@ -101,7 +101,7 @@ pub struct Cross<'a> {
 }
 
 /// One file's outcome.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct FileOutcome {
     pub findings: Vec<Finding>,
     /// The file was parsed (not skipped by the pre-filter).
@@ -355,13 +355,16 @@ impl Engine<'_> {
     /// a run naming only that file would: its crate's other files on disk
     /// are read for the wrappers, texts and functions they offer
     /// ([`crate::cross::crate_passes`]), within `excludes` and the size
-    /// limit.
+    /// limit. With `first_audits` (an editor session's), a crate file that
+    /// has not changed on disk since an earlier call is neither read nor
+    /// audited again for what it offers.
     pub fn check_in_crate(
         &self,
         shown: &str,
         bytes: &[u8],
         cwd: &std::path::Path,
         excludes: Option<&crate::walk::Excludes>,
+        first_audits: Option<&crate::cross::FirstAudits>,
     ) -> FileOutcome {
         let first = self.keeping(true).check_bytes(shown, bytes, false);
         let Ok(pool) = crate::parse::pool(None) else {
@@ -403,6 +406,7 @@ impl Engine<'_> {
             read: &read,
             crate_files: &crate_files,
             partial: true,
+            first_audits,
         };
         let mut files = vec![crate::cross::Audited::new(
             path.clone(),

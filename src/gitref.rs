@@ -329,6 +329,7 @@ pub fn fingerprints_at(
         crate_files: &crate_files,
         // Paths inside the tree may cover a crate in part.
         partial: wanted.iter().any(|w| !w.is_empty()),
+        first_audits: None,
     };
     crate::cross::crate_passes(&mut files, cwd, &pool, false, &sources);
     Ok(files

@@ -123,7 +123,7 @@ fn helpers_in_other_files_of_the_crate_are_followed() -> Result<(), Failed> {
     let only = [CheckId::UnfencedCorrectnessLock];
     let engine = Engine::new(&packs, &settings).only(&only);
     let found: Vec<String> = engine
-        .check_in_crate(rel, &bytes, root, None)
+        .check_in_crate(rel, &bytes, root, None, None)
         .findings
         .iter()
         .map(describe)

@@ -74,6 +74,9 @@ struct Loaded {
     packs: PackSet,
     prefilter: Prefilter,
     stamp: Option<SystemTime>,
+    /// The first audits of the crate files around the documents analysed
+    /// under this configuration, while those files stay unchanged on disk.
+    first_audits: crate::cross::FirstAudits,
 }
 
 /// One open document: the editor's text and what lockaudit found in it.
@@ -311,6 +314,7 @@ impl Server {
             packs,
             prefilter,
             stamp,
+            first_audits: Default::default(),
         });
         self.configs.insert(config, loaded.clone());
         loaded
@@ -331,7 +335,13 @@ impl Server {
             .with_prefilter(Some(&loaded.prefilter))
             .with_manifests(&manifests);
         doc.findings = engine
-            .check_in_crate(&shown, doc.text.as_bytes(), &self.cwd, None)
+            .check_in_crate(
+                &shown,
+                doc.text.as_bytes(),
+                &self.cwd,
+                None,
+                Some(&loaded.first_audits),
+            )
             .findings;
         let src = SourceFile::new("", doc.text.as_str());
         let diagnostics = doc
