@@ -235,6 +235,12 @@ pub(super) fn named_locals(e: &Expr) -> Vec<String> {
                 self.0.push(i.to_string());
             }
         }
+        // The elements of `vec![cmp, put]` name locals as an array's do.
+        fn visit_macro(&mut self, m: &'ast syn::Macro) {
+            for e in super::syntax::vec_elements(m) {
+                self.0.extend(named_locals(&e));
+            }
+        }
         fn visit_expr_field(&mut self, f: &'ast syn::ExprField) {
             if !matches!(&*f.base, Expr::Path(_)) {
                 visit::visit_expr_field(self, f);

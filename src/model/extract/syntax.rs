@@ -318,11 +318,30 @@ pub(super) fn collect_words(e: &Expr, out: &mut BTreeSet<String>) {
             }
             visit::visit_path(self, p);
         }
+        // `vec![Compare::version(key, CompareOp::Equal, 0)]`: the elements
+        // of a `vec!` are expressions like an array's.
+        fn visit_macro(&mut self, m: &'ast syn::Macro) {
+            for e in vec_elements(m) {
+                collect_words(&e, self.0);
+            }
+        }
         fn visit_expr_closure(&mut self, _: &'ast syn::ExprClosure) {}
         fn visit_expr_block(&mut self, _: &'ast syn::ExprBlock) {}
         fn visit_expr_async(&mut self, _: &'ast syn::ExprAsync) {}
     }
     V(out).visit_expr(e);
+}
+
+/// The elements of a `vec![a, b, ..]` (none for `vec![x; n]` or another
+/// macro), parsed from its tokens.
+pub(super) fn vec_elements(m: &syn::Macro) -> Vec<Expr> {
+    use syn::punctuated::Punctuated;
+    if m.path.segments.last().is_none_or(|s| s.ident != "vec") {
+        return Vec::new();
+    }
+    m.parse_body_with(Punctuated::<Expr, syn::Token![,]>::parse_terminated)
+        .map(|list| list.into_iter().collect())
+        .unwrap_or_default()
 }
 
 /// Identifiers an expression mentions: variables, fields, method receivers.

@@ -153,6 +153,12 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
                     words.extend(b.words().iter().cloned());
                 }
             }
+            // And the locals those name in turn: `let cmp = Compare::..;
+            // let txn = Txn::new().when(vec![cmp]); client.txn(txn)`.
+            let (exprs, _) = follow_locals(&w.locals, arg_lists.iter().copied());
+            for e in exprs {
+                collect_words(e, &mut words);
+            }
         }
         // The receiver: everything before the anchor.
         let receiver_expr = chain.receiver_of(anchor);
@@ -224,37 +230,7 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
         &self,
         args: impl DoubleEndedIterator<Item = &'ast Expr>,
     ) -> (Vec<&'ast Expr>, Vec<(String, bool)>) {
-        let locals = &self.w.locals;
-        let mut exprs = Vec::new();
-        let mut assigned = Vec::new();
-        let mut seen: Vec<super::locals::LocalId> = Vec::new();
-        // Each expression with the binding whose initialiser it is: a name
-        // that binding shadows, used in its own initialiser, is the one
-        // before it (`let patch = json!(..); let patch = Patch::Merge(&patch);`).
-        let mut todo: Vec<(&'ast Expr, Option<super::locals::LocalId>)> =
-            args.rev().map(|e| (e, None)).collect();
-        while let Some((e, of)) = todo.pop() {
-            exprs.push(e);
-            for name in named_locals(e) {
-                let id = match of {
-                    Some(of) if locals.binding(of).name == name => locals.shadowed(&name, of),
-                    _ => locals.id(&name),
-                };
-                let Some(id) = id else {
-                    continue;
-                };
-                if seen.len() >= MAX_FOLLOWED || seen.contains(&id) {
-                    continue;
-                }
-                let b = locals.binding(id);
-                if let Some(init) = b.init {
-                    todo.push((init, Some(id)));
-                }
-                assigned.extend(b.assigned.iter().cloned());
-                seen.push(id);
-            }
-        }
-        (exprs, assigned)
+        follow_locals(&self.w.locals, args)
     }
 
     /// Whether a field set in an argument of the chain's methods (or in
@@ -553,6 +529,45 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
 
 fn is_command_word(a: &Expr, cmd: &Option<String>) -> bool {
     matches!((str_lit(a), cmd), (Some(s), Some(c)) if s.eq_ignore_ascii_case(c))
+}
+
+/// `args`, then the initialisers of the locals they name (and those name,
+/// each local once, at most [`MAX_FOLLOWED`]), with the fields assigned to
+/// those locals.
+fn follow_locals<'ast>(
+    locals: &super::locals::LocalTable<'ast>,
+    args: impl DoubleEndedIterator<Item = &'ast Expr>,
+) -> (Vec<&'ast Expr>, Vec<(String, bool)>) {
+    let mut exprs = Vec::new();
+    let mut assigned = Vec::new();
+    let mut seen: Vec<super::locals::LocalId> = Vec::new();
+    // Each expression with the binding whose initialiser it is: a name
+    // that binding shadows, used in its own initialiser, is the one
+    // before it (`let patch = json!(..); let patch = Patch::Merge(&patch);`).
+    let mut todo: Vec<(&'ast Expr, Option<super::locals::LocalId>)> =
+        args.rev().map(|e| (e, None)).collect();
+    while let Some((e, of)) = todo.pop() {
+        exprs.push(e);
+        for name in named_locals(e) {
+            let id = match of {
+                Some(of) if locals.binding(of).name == name => locals.shadowed(&name, of),
+                _ => locals.id(&name),
+            };
+            let Some(id) = id else {
+                continue;
+            };
+            if seen.len() >= MAX_FOLLOWED || seen.contains(&id) {
+                continue;
+            }
+            let b = locals.binding(id);
+            if let Some(init) = b.init {
+                todo.push((init, Some(id)));
+            }
+            assigned.extend(b.assigned.iter().cloned());
+            seen.push(id);
+        }
+    }
+    (exprs, assigned)
 }
 
 /// The binding an argument names directly (`opts`, `&txn`).
