@@ -23,10 +23,24 @@ pub struct FileWords {
     fns: Vec<u32>,
 }
 
-/// The hash of a word: its bytes eight at a time, multiplied and mixed
-/// down to 32 bits, never 0 (the empty slot).
+/// This run's key: the hashes differ from run to run, so a file cannot be
+/// written whose words all fall into one slot of the set (which would make
+/// taking its words quadratic). Only which files are scanned exactly could
+/// differ between runs, never what is found.
+fn key() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    static KEY: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *KEY.get_or_init(|| {
+        std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish()
+    })
+}
+
+/// The hash of a word: its bytes eight at a time, keyed, multiplied and
+/// mixed down to 32 bits, never 0 (the empty slot).
 pub fn hash(word: &[u8]) -> u32 {
-    let mut h = word.len() as u64;
+    let mut h = key() ^ word.len() as u64;
     for chunk in word.chunks(8) {
         let mut buf = [0u8; 8];
         buf[..chunk.len()].copy_from_slice(chunk);
@@ -57,10 +71,12 @@ static IDENT: [bool; 256] = {
     t
 };
 
-/// The slot `h` is found in or goes to.
+/// The slot `h` is found in or goes to: the high bits of its product with
+/// the golden ratio, which depend on every bit of `h`.
 fn slot(table: &[u32], h: u32) -> usize {
     let mask = table.len() - 1;
-    let mut i = (h as usize).wrapping_mul(0x9E37_79B9) & mask;
+    let bits = table.len().trailing_zeros();
+    let mut i = ((u64::from(h).wrapping_mul(0x9E37_79B9_7F4A_7C15)) >> (64 - bits)) as usize;
     while table[i] != 0 && table[i] != h {
         i = (i + 1) & mask;
     }
