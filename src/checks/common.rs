@@ -130,26 +130,38 @@ impl<'a> CheckCtx<'a> {
         // The same two steps split across functions of the file: a
         // function reads the key, then calls the one that writes it
         // (`let l = self.api.get(name)?; .. self.acquire_lease(&l)` with
-        // the patch in `acquire_lease`). The key must read the same in
-        // both (a field of `self`, a constant): a parameter's name says
-        // nothing of what the caller passed.
+        // the patch in `acquire_lease`). The key must mean the same in
+        // both: a field of `self`, a constant or a literal. A parameter or
+        // a local of the writer says nothing of what its caller read. A
+        // method is reached by its own type's methods calling it on `self`;
+        // a free function by a plain call.
         let writer = &self.model.fns[e.func];
-        let root = key
-            .norm
-            .trim_start_matches(['&', '*'])
+        let norm = key.norm.trim_start_matches(['&', '*']);
+        let root = norm
             .split(|c: char| !(c.is_alphanumeric() || c == '_'))
             .next()
             .unwrap_or_default();
-        if root != "self" && writer.params.iter().any(|p| p == root) {
+        let same_everywhere = root == "self"
+            || norm.starts_with('"')
+            || (!root.is_empty() && root.chars().all(|c| c.is_ascii_uppercase() || c == '_'));
+        if !same_everywhere {
             return None;
         }
+        let owner =
+            |f: &crate::model::FnModel| f.qualified.rsplit_once("::").map(|(ty, _)| ty.to_string());
+        let writer_owner = owner(writer);
         self.model
             .fn_ids()
             .filter(|(g, _)| *g != e.func)
+            .filter(|(_, f)| owner(f) == writer_owner)
             .flat_map(|(g, f)| {
                 f.calls
                     .iter()
                     .filter(|c| c.local && c.name == writer.name)
+                    .filter(|c| match &writer_owner {
+                        Some(_) => c.method && c.receiver.contains("self"),
+                        None => !c.method,
+                    })
                     .filter_map(move |c| {
                         self.model
                             .fn_events(g)
