@@ -148,16 +148,14 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
         if need.words {
             for a in &arg_lists {
                 collect_words(a, &mut words);
-                // An argument held in a local: `client.txn(txn)`, `opts`.
-                if let Some(b) = local_of(w, a) {
-                    words.extend(b.words().iter().cloned());
-                }
             }
-            // And the locals those name in turn: `let cmp = Compare::..;
-            // let txn = Txn::new().when(vec![cmp]); client.txn(txn)`.
-            let (exprs, _) = follow_locals(&w.locals, arg_lists.iter().copied());
-            for e in exprs {
-                collect_words(e, &mut words);
+            // The locals an argument names (`client.txn(txn)`, `opts`), and
+            // those they name in turn (`let cmp = Compare::..; let txn =
+            // Txn::new().when(vec![cmp])`): each binding's words are
+            // gathered once, when first asked.
+            let (_, _, followed) = follow_locals(&w.locals, arg_lists.iter().copied());
+            for id in followed {
+                words.extend(w.locals.binding(id).words().iter().cloned());
             }
         }
         // The receiver: everything before the anchor.
@@ -230,7 +228,8 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
         &self,
         args: impl DoubleEndedIterator<Item = &'ast Expr>,
     ) -> (Vec<&'ast Expr>, Vec<(String, bool)>) {
-        follow_locals(&self.w.locals, args)
+        let (exprs, assigned, _) = follow_locals(&self.w.locals, args);
+        (exprs, assigned)
     }
 
     /// Whether a field set in an argument of the chain's methods (or in
@@ -533,11 +532,16 @@ fn is_command_word(a: &Expr, cmd: &Option<String>) -> bool {
 
 /// `args`, then the initialisers of the locals they name (and those name,
 /// each local once, at most [`MAX_FOLLOWED`]), with the fields assigned to
-/// those locals.
+/// those locals, and the locals followed.
+#[allow(clippy::type_complexity)]
 fn follow_locals<'ast>(
     locals: &super::locals::LocalTable<'ast>,
     args: impl DoubleEndedIterator<Item = &'ast Expr>,
-) -> (Vec<&'ast Expr>, Vec<(String, bool)>) {
+) -> (
+    Vec<&'ast Expr>,
+    Vec<(String, bool)>,
+    Vec<super::locals::LocalId>,
+) {
     let mut exprs = Vec::new();
     let mut assigned = Vec::new();
     let mut seen: Vec<super::locals::LocalId> = Vec::new();
@@ -567,19 +571,5 @@ fn follow_locals<'ast>(
             seen.push(id);
         }
     }
-    (exprs, assigned)
-}
-
-/// The binding an argument names directly (`opts`, `&txn`).
-fn local_of<'w, 'ast>(
-    w: &'w Walker<'_, '_, 'ast>,
-    a: &Expr,
-) -> Option<&'w super::locals::Binding<'ast>> {
-    match keys::strip(a) {
-        Expr::Path(p) => p
-            .path
-            .get_ident()
-            .and_then(|i| w.locals.get(&i.to_string())),
-        _ => None,
-    }
+    (exprs, assigned, seen)
 }
