@@ -262,8 +262,12 @@ pub fn module_of(path: &Path) -> Option<String> {
 /// included) with a `Cargo.toml`, asked of the file system, one `stat` per
 /// directory.
 pub fn crate_root_on_disk(file: &Path) -> Option<PathBuf> {
-    file.ancestors()
-        .skip(1)
+    crate_root_at_or_above(file.parent()?)
+}
+
+/// The nearest directory, `dir` itself included, with a `Cargo.toml`.
+fn crate_root_at_or_above(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
         .find(|d| std::fs::symlink_metadata(d.join("Cargo.toml")).is_ok_and(|m| m.is_file()))
         .map(Path::to_path_buf)
 }
@@ -337,7 +341,7 @@ impl Manifests {
         }
         let root = std::fs::canonicalize(self.cwd.join(dir))
             .ok()
-            .and_then(|abs| crate_root_on_disk(&abs.join("lib.rs")));
+            .and_then(|abs| crate_root_at_or_above(&abs));
         self.roots
             .lock()
             .unwrap()
