@@ -20,6 +20,7 @@ pub mod fingerprint;
 pub mod fix;
 pub mod gitref;
 pub mod inventory;
+pub mod markers;
 pub mod model;
 pub mod pack;
 pub mod parse;

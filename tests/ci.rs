@@ -2,7 +2,7 @@
 //! root whatever the working directory, GitHub's annotation limits and step
 //! summary, `--new-since` in shallow clones and across renames, baselines
 //! that are pruned and judged only on the files audited, and vendored or
-//! generated files skipped by default. Covers #15.
+//! generated files skipped by default.
 
 mod common;
 

@@ -224,7 +224,7 @@ fn human_at(dir: &Path, columns: &str) -> String {
 }
 
 /// rustc-style headings, the finding's own place before related ones,
-/// prose wrapped to the width without splitting inline code. Covers #15.
+/// prose wrapped to the width without splitting inline code.
 #[test]
 fn human_output_wraps_to_80_and_120_columns() {
     let tmp = copy_project("mixed");
@@ -1102,7 +1102,7 @@ fn force_exclude_applies_excludes_to_named_files() {
     assert_eq!(run.code, 0, "walking skips excluded files: {run:?}");
 }
 
-// ---- suggested fixes and --fix (covers #15) ---------------------------------
+// ---- suggested fixes and --fix ---------------------------------
 
 /// The findings of a JSON report: (path, line, check, fix).
 fn by_line(report: &Value) -> Vec<(String, u64, String, Option<Value>)> {
@@ -1378,7 +1378,7 @@ fn the_configured_default_purpose_is_offered_as_an_annotation_fix() {
     assert_eq!(fs::read_to_string(dir.join("src/lib.rs")).unwrap(), before);
 }
 
-// ---- annotate (covers #15) --------------------------------------------------
+// ---- annotate --------------------------------------------------
 
 /// A crate with acquisitions in several shapes: nested and tab-indented,
 /// under an attribute, already annotated, suppressed, and a CRLF file.
@@ -1541,7 +1541,7 @@ fn annotate_needs_a_purpose() {
     assert!(run.stderr.contains("--purpose"), "{}", run.stderr);
 }
 
-// ---- the language server (covers #15) ----------------------------------------
+// ---- the language server ----------------------------------------
 
 mod lsp {
     use std::time::Duration;
@@ -1668,7 +1668,7 @@ mod lsp {
             .unwrap_or_else(|| panic!("no action `{start}…` in {actions:#?}"))
     }
 
-    /// Covers #13: the editor judges a file as `check` does, knowing its
+    /// The editor judges a file as `check` does, knowing its
     /// crate: the calls of another file's wrappers are lock sites there,
     /// and the annotations on them attach.
     #[test]
@@ -1696,7 +1696,7 @@ mod lsp {
         let mut want: Vec<(u64, String)> = crate::common::markers::parse(&text)
             .unwrap()
             .into_iter()
-            .map(|m| (m.line as u64, m.check))
+            .map(|m| (m.line as u64, m.check.as_str().to_string()))
             .collect();
         want.sort();
         assert!(!want.is_empty());
@@ -1917,7 +1917,7 @@ mod lsp {
     }
 }
 
-/// Covers #16 and #23: inside a lock crate's own source (its `Cargo.toml`
+/// Inside a lock crate's own source (its `Cargo.toml`
 /// names a pack crate) the crate is the evidence, since it never imports
 /// itself; a call on the crate's own type is that type's method, so its
 /// layers are one lock, reported at the command that takes it, naming the
@@ -1953,7 +1953,7 @@ fn a_lock_crates_own_source_is_evidence_for_it() {
     assert_eq!(unfiltered.stdout, run.stdout);
 }
 
-/// Covers #13: correctness locks taken through the crate's own helpers.
+/// Correctness locks taken through the crate's own helpers.
 /// The fencing token is followed out of an acquire helper that returns the
 /// grant and into the effect helpers it is passed to; a helper that
 /// returns only a flag keeps the token; `store::write` (or `write`
@@ -1984,7 +1984,7 @@ fn fencing_follows_the_token_through_helpers() {
     );
 }
 
-/// Covers #13: wrappers defined in one file of a crate and called in
+/// Wrappers defined in one file of a crate and called in
 /// another (acquire, release, renewal, an owner-checked release, a helper
 /// returning an unexecuted `redis::Cmd`), SQL a constructor of another
 /// file stores in a struct field, also a wrapper of a wrapper in a
@@ -2061,7 +2061,7 @@ fn wrappers_in_other_files_of_the_crate_are_lock_sites() {
     );
 }
 
-/// Covers #23: each finding once, where the fix goes. An annotation above a
+/// Each finding once, where the fix goes. An annotation above a
 /// wrapper `fn` (an etcd lock behind the team's type) or on the lock call
 /// inside a helper covers the calls in every file; an unannotated helper's
 /// missing purpose and missing expiry stand once at its lock call, naming
@@ -2106,7 +2106,7 @@ fn each_finding_stands_once_where_the_fix_goes() {
     assert_eq!(purpose("src/report.rs", 3), "missing");
 }
 
-/// Covers #13: `inventory` names the wrapper a lock is taken through,
+/// `inventory` names the wrapper a lock is taken through,
 /// every layer of it, next to the API that takes it.
 #[test]
 fn inventory_shows_the_wrappers_a_lock_is_taken_through() {

@@ -2,7 +2,7 @@
 //! the fixtures (the built binary instead of a download, or its own source
 //! built when no release exists), `cargo lockaudit`, a mistyped
 //! subcommand, the README offering only what works before a release, and
-//! the release asset names the release workflow builds. Covers #15 and #25.
+//! the release asset names the release workflow builds.
 
 mod common;
 
@@ -313,7 +313,7 @@ fn parse_yaml(rel: &str) -> yaml_serde::Value {
     yaml_serde::from_str(&read(rel)).unwrap_or_else(|e| panic!("{rel} is not valid YAML: {e}"))
 }
 
-/// Covers #25: every file GitHub or pre-commit loads parses with a real
+/// Every file GitHub or pre-commit loads parses with a real
 /// YAML parser and has the keys its loader requires.
 #[test]
 fn the_action_workflows_and_hooks_parse_as_yaml() {
@@ -346,7 +346,7 @@ fn the_action_workflows_and_hooks_parse_as_yaml() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
-/// Covers #25: every input of the action has a description, the inputs
+/// Every input of the action has a description, the inputs
 /// the action's step hands to scripts/action.sh are inputs, and every
 /// step of the composite action names its shell or an action.
 #[test]
@@ -485,7 +485,7 @@ fn run_action_downloading(
     )
 }
 
-/// Covers #25: the action verifies the downloaded archive against the
+/// The action verifies the downloaded archive against the
 /// `checksum` input when one is given (and then never builds instead),
 /// and puts the binary it installed on the PATH of the job's later steps.
 #[cfg(unix)]

@@ -266,7 +266,7 @@ fn foreign_backends(help: &str, own: &str) -> Vec<String> {
         .collect()
 }
 
-/// Covers #16: every check's help, rendered for every API of every built-in
+/// Every check's help, rendered for every API of every built-in
 /// pack, speaks that backend's language and names no other backend.
 #[test]
 fn help_names_only_the_backend_at_hand() {
@@ -307,7 +307,7 @@ fn help_names_only_the_backend_at_hand() {
     }
 }
 
-/// Covers #16: the same over every finding the fixtures produce, so a check
+/// The same over every finding the fixtures produce, so a check
 /// that writes its own help instead of asking the pack is caught too; and
 /// no message says "lock the lock" or "on the lock".
 #[test]

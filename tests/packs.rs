@@ -148,7 +148,7 @@ fn marked_acquisitions(path: &Path) -> Vec<usize> {
     markers::parse(&text)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
         .into_iter()
-        .filter(|m| m.check == "missing-purpose")
+        .filter(|m| m.check == lockaudit::checks::CheckId::MissingPurpose)
         .map(|m| m.line)
         .collect()
 }
@@ -312,7 +312,7 @@ fn every_builtin_pattern_compiles() {
     assert!(count > 50, "only {count} patterns");
 }
 
-/// Covers #16: every API of every built-in pack says where its shape comes
+/// Every API of every built-in pack says where its shape comes
 /// from: a `# source:` comment right under its `- id:` naming the crate (or
 /// manual) and its version, or saying that the shape is not pinned to one.
 #[test]
@@ -345,7 +345,7 @@ fn every_builtin_api_names_its_source() {
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
-/// Covers #16: every API of every built-in pack is exercised by at least
+/// Every API of every built-in pack is exercised by at least
 /// one fixture: some call in `fixtures/` is classified as that API. An API
 /// no fixture reaches is a shape nobody has checked against real code.
 #[test]

@@ -13,7 +13,7 @@
 //! [`UNMARKED`], so a project that loses its markers does not silently
 //! stop being tested.
 //!
-//! What the marked projects cover (#13):
+//! What the marked projects cover:
 //! - `fenced-wrappers`, `wrapped`: correctness locks taken through the
 //!   crate's own helpers, wrappers defined in one file of a crate and
 //!   called in another (`tests/cli.rs` checks their messages);
@@ -31,7 +31,7 @@
 //!   a caller in each gets its own crate's, so the in-process helper of
 //!   one is never read as the other's Redis lock.
 //!
-//! And (#23), each finding once, where the fix goes:
+//! And each finding once, where the fix goes:
 //! - `chains`: an annotation above a wrapper `fn` or on its lock call
 //!   covers the calls in every file; a wrapper's own defects and a missing
 //!   purpose stand at its lock call; what a caller does with the outcome
@@ -162,14 +162,14 @@ fn by_file(
             f["line"].as_u64().unwrap() as usize,
             f["column"].as_u64().unwrap() as usize,
         );
-        let (check, message) = (
-            f["check"].as_str().unwrap().to_string(),
-            f["message"].as_str().unwrap().to_string(),
-        );
+        let id = f["check"].as_str().unwrap();
+        let check = lockaudit::checks::CheckId::parse(id)
+            .ok_or_else(|| format!("{path}: unknown check `{id}` in the report"))?;
+        let message = f["message"].as_str().unwrap().to_string();
         out.push((
             inside.clone(),
             Reported {
-                describe: format!("{line}:{column}: [{check}]: {message}"),
+                describe: format!("{line}:{column}: [{}]: {message}", check.as_str()),
                 line,
                 column,
                 check,

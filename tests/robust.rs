@@ -658,7 +658,7 @@ fn capped_run(name: &str, text: &str, cap_mb: u64) -> Run {
     }
 }
 
-/// Covers #12: strings reachable from a local were copied once per path to
+/// Strings reachable from a local were copied once per path to
 /// them, so nested tuples of `let`s grew as k⁵ (980 bytes took 2.3 GB).
 #[test]
 fn nested_lets_cost_linear_memory() {
@@ -681,7 +681,7 @@ fn nested_lets_cost_linear_memory() {
     assert_eq!(run.code, 0, "{}", run.stderr);
 }
 
-/// Covers #12: a large constant used at many call sites is one string, and
+/// A large constant used at many call sites is one string, and
 /// a text pattern is matched against it once.
 #[test]
 fn a_large_constant_at_many_sites_is_read_once() {
@@ -696,7 +696,7 @@ fn a_large_constant_at_many_sites_is_read_once() {
     assert_eq!(run.code, 0, "{}", run.stderr);
 }
 
-/// Covers #12: one local used at many call sites, each asking for the
+/// One local used at many call sites, each asking for the
 /// strings under it, in a function of ordinary size.
 #[test]
 fn one_local_at_many_call_sites() {
@@ -720,7 +720,7 @@ fn one_local_at_many_call_sites() {
     assert_eq!(run.code, 0, "{}", run.stderr);
 }
 
-/// Covers #12: a pipeline of many commands is matched window by window, not
+/// A pipeline of many commands is matched window by window, not
 /// once per command over the whole chain.
 #[test]
 fn a_long_pipeline_is_linear() {

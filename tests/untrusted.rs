@@ -2,7 +2,7 @@
 //! symlink, config and rule pack below is hostile. Each test runs the
 //! binary under a memory cap and a timeout: a run that writes outside its
 //! report, reads outside the repository, prints a forged line, aborts, or
-//! takes too much memory or time fails here. Covers #14.
+//! takes too much memory or time fails here.
 
 use std::fs;
 use std::io::Read;
@@ -12,89 +12,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Address space a run may use. Generous for a debug build with its
-/// worker stacks reserved, and far below what any of the bombs took.
-const MEMORY: u64 = 1536 << 20;
-const TIMEOUT: Duration = Duration::from_secs(60);
+mod common;
 
-#[derive(Debug)]
-struct Run {
-    /// `None`: killed by a signal (an abort, the timeout).
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-    raw_stdout: Vec<u8>,
-    raw_stderr: Vec<u8>,
-}
-
-fn run_with(dir: &Path, args: &[&str], setup: impl FnOnce(&mut Command)) -> Run {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockaudit"));
-    cmd.args(args)
-        .current_dir(dir)
-        .env_remove("NO_COLOR")
-        .env_remove("LOCKAUDIT_INTERNAL_PANIC_ON")
-        .env("MALLOC_ARENA_MAX", "2")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    setup(&mut cmd);
-    // SAFETY: setrlimit is async-signal-safe; nothing else runs between
-    // fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            let lim = libc::rlimit {
-                rlim_cur: MEMORY,
-                rlim_max: MEMORY,
-            };
-            if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn().expect("the lockaudit binary runs");
-    let mut out = child.stdout.take();
-    let mut err = child.stderr.take();
-    let read_out = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        if let Some(o) = out.as_mut() {
-            let _ = o.read_to_end(&mut b);
-        }
-        b
-    });
-    let read_err = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        if let Some(e) = err.as_mut() {
-            let _ = e.read_to_end(&mut b);
-        }
-        b
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if start.elapsed() > TIMEOUT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("lockaudit {args:?} did not finish in {TIMEOUT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let raw_stdout = read_out.join().unwrap();
-    let raw_stderr = read_err.join().unwrap();
-    Run {
-        code: status.code(),
-        stdout: String::from_utf8_lossy(&raw_stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&raw_stderr).into_owned(),
-        raw_stdout,
-        raw_stderr,
-    }
-}
-
-fn run(dir: &Path, args: &[&str]) -> Run {
-    run_with(dir, args, |_| {})
-}
+use common::guarded::{run, run_with, MEMORY, TIMEOUT};
 
 /// A file with one certain finding (`unowned-release` at 4:9).
 const WITNESS: &str = "use redis::Commands;
@@ -436,7 +356,7 @@ fn control_characters_in_source_text_are_escaped() {
     assert!(r.stdout.contains("unowned-release"));
 }
 
-/// Covers #14 item 9: names that are not UTF-8 stay apart.
+/// Names that are not UTF-8 stay apart.
 #[test]
 fn names_that_are_not_utf8_are_lossless() {
     use std::os::unix::ffi::OsStrExt;
@@ -1485,7 +1405,7 @@ fn files_reached_by_mod_declarations_are_audited_whatever_hides_them() {
     assert_eq!(r.code, Some(0), "{r:?}");
 }
 
-/// Covers #14 item 9: a file named several ways is audited once.
+/// A file named several ways is audited once.
 #[test]
 fn a_file_named_several_ways_is_audited_once() {
     let dir = repo();
@@ -1826,7 +1746,7 @@ fn held_many_files_and_very_deep_directories() {
     );
 }
 
-/// Covers #13 under attack: a crate with thousands of lock helpers and a
+/// Under attack: a crate with thousands of lock helpers and a
 /// thousand files that each call five. Each caller is given the helpers it
 /// calls, not the whole set (5,000 helpers copied into 1,000 files would
 /// not fit the cap), and finding the calls is one scan per file.

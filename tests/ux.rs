@@ -2,7 +2,7 @@
 //! check ids, config keys, severities, pack fields and format names; error
 //! markers under the key that is wrong; `--config` and `--output` paths
 //! that cannot be used; `--color always` into a file; `rules` with the
-//! config's severities. Covers #15.
+//! config's severities.
 
 mod common;
 

@@ -17,144 +17,14 @@
 use std::path::{Path, PathBuf};
 
 use crate::app::Failure;
-use crate::checks::CheckId;
 use crate::cli::TestPackArgs;
 use crate::config::Settings;
 use crate::engine::Engine;
 use crate::exit::ExitStatus;
 use crate::finding::Finding;
+use crate::markers::{compare, parse as markers};
 use crate::pack::PackSet;
 use crate::walk;
-
-/// One `//~` marker: a finding expected at `line` (1-based).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Expect {
-    pub line: usize,
-    pub check: CheckId,
-    pub column: Option<usize>,
-    pub text: Option<String>,
-}
-
-/// The markers of a fixture, or the first malformed one (its line and why).
-pub fn markers(text: &str) -> Result<Vec<Expect>, String> {
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let Some(pos) = line.find("//~") else {
-            continue;
-        };
-        let mut rest = &line[pos + 3..];
-        let mut target = i as isize + 1;
-        while let Some(r) = rest.strip_prefix('^') {
-            target -= 1;
-            rest = r;
-        }
-        while let Some(r) = rest.strip_prefix('v') {
-            target += 1;
-            rest = r;
-        }
-        if target < 1 {
-            return Err(format!("line {}: the marker points above the file", i + 1));
-        }
-        let mut rest = rest.trim();
-        let mut column = None;
-        if let Some((num, tail)) = rest.split_once(' ') {
-            if let Ok(c) = num.parse::<usize>() {
-                column = Some(c);
-                rest = tail.trim();
-            }
-        }
-        let items = split_items(rest);
-        if items.is_empty() {
-            return Err(format!("line {}: `//~` names no check", i + 1));
-        }
-        for item in items {
-            let item = item.trim();
-            let (id, text) = match item.find('"') {
-                Some(q) => (
-                    item[..q].trim(),
-                    Some(item[q + 1..].trim_end().trim_end_matches('"').to_string()),
-                ),
-                None => (item, None),
-            };
-            let Some(check) = CheckId::parse(id) else {
-                return Err(format!(
-                    "line {}: unknown check `{id}` in the marker; {}",
-                    i + 1,
-                    crate::checks::unknown_id_help(id)
-                ));
-            };
-            out.push(Expect {
-                line: target as usize,
-                check,
-                column,
-                text,
-            });
-        }
-    }
-    Ok(out)
-}
-
-/// Splits `a, b "x, y", c` on commas outside quotes.
-fn split_items(s: &str) -> Vec<String> {
-    let mut items = Vec::new();
-    let mut cur = String::new();
-    let mut quoted = false;
-    for c in s.chars() {
-        match c {
-            '"' => {
-                quoted = !quoted;
-                cur.push(c);
-            }
-            ',' if !quoted => items.push(std::mem::take(&mut cur)),
-            _ => cur.push(c),
-        }
-    }
-    if !cur.trim().is_empty() {
-        items.push(cur);
-    }
-    items.retain(|i| !i.trim().is_empty());
-    items
-}
-
-/// What one fixture got wrong: the markers no finding met, and the
-/// findings no marker expected.
-#[derive(Debug, Default)]
-pub struct Mismatch {
-    pub missing: Vec<Expect>,
-    pub extra: Vec<Finding>,
-}
-
-/// Pairs each marker with a finding it describes; what is left over on
-/// either side is the mismatch.
-pub fn compare(expected: &[Expect], findings: &[Finding]) -> Mismatch {
-    let mut extra: Vec<Option<&Finding>> = findings.iter().map(Some).collect();
-    let mut missing = Vec::new();
-    // Markers that say more (a column, a text) are matched first, so a
-    // bare marker does not take the finding a precise one needs.
-    let mut order: Vec<&Expect> = expected.iter().collect();
-    order.sort_by_key(|e| std::cmp::Reverse(e.column.is_some() as u8 + e.text.is_some() as u8));
-    for e in order {
-        let hit = extra.iter_mut().find(|f| {
-            f.is_some_and(|f| {
-                f.check == e.check
-                    && f.span.start.line == e.line
-                    && e.column.is_none_or(|c| f.span.start.column == c)
-                    && e.text
-                        .as_ref()
-                        .is_none_or(|t| f.message.contains(t.as_str()))
-            })
-        });
-        match hit {
-            Some(slot) => *slot = None,
-            None => missing.push(e.clone()),
-        }
-    }
-    missing.sort_by_key(|e| (e.line, e.check));
-    Mismatch {
-        missing,
-        extra: extra.into_iter().flatten().cloned().collect(),
-    }
-}
 
 /// The `.rs` files under `dir` (not in hidden directories or `target/`),
 /// sorted; at most a bounded number.
@@ -300,25 +170,5 @@ pub fn run(args: &TestPackArgs) -> Result<ExitStatus, Failure> {
         ));
         print!("{report}");
         Ok(ExitStatus::Findings)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn markers_point_at_lines_and_name_checks() {
-        let m = markers("a //~ unowned-release\n//~^ 3 missing-purpose \"no\"\n").unwrap();
-        assert_eq!(m.len(), 2);
-        assert_eq!((m[0].line, m[0].check), (1, CheckId::UnownedRelease));
-        assert_eq!((m[1].line, m[1].column), (1, Some(3)));
-        assert_eq!(m[1].text.as_deref(), Some("no"));
-        let err = markers("x\ny //~ unowned-relase\n").unwrap_err();
-        assert!(
-            err.contains("line 2") && err.contains("did you mean `unowned-release`"),
-            "{err}"
-        );
-        assert!(markers("//~^ missing-purpose").is_err());
     }
 }

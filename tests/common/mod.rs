@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod fixture;
+pub mod guarded;
 pub mod markers;
 
 use std::fs;
