@@ -1,5 +1,5 @@
 //! The command-line conventions users of ruff, clippy and semgrep reach
-//!: `--select`, `--extend-select` and `--ignore` with
+//! for: `--select`, `--extend-select` and `--ignore` with
 //! did-you-mean, `--statistics`, `--stdin-filename`, `completions`,
 //! `manpage`, colour through NO_COLOR / CLICOLOR / CLICOLOR_FORCE, and
 //! `test-pack`.

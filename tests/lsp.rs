@@ -1,0 +1,377 @@
+//! The language server: a scripted editor in process over an in-memory
+//! connection (diagnostics as `check` reports them, crate context, code
+//! actions, configuration and pack changes), and the binary over stdio.
+
+mod common;
+
+use std::time::Duration;
+
+use lockaudit::commands::lsp::{offset, serve, Options};
+use lockaudit::source::SourceFile;
+use lsp_server::{Connection, Message, Notification, Request, RequestId, Response};
+use serde_json::{json, Value};
+
+/// A scripted editor on one end of an in-memory connection.
+struct Client {
+    conn: Connection,
+    next_id: i32,
+}
+
+impl Client {
+    fn recv(&self) -> Message {
+        // Only a guard against a hang: every message comes at once.
+        self.conn
+            .receiver
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the server answers")
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = RequestId::from(self.next_id);
+        let req = Request::new(id.clone(), method.into(), params);
+        self.conn.sender.send(req.into()).unwrap();
+        loop {
+            match self.recv() {
+                Message::Response(Response {
+                    id: got,
+                    response_result,
+                }) if got == id => {
+                    return response_result.unwrap_or_else(|e| panic!("{method}: {e:?}"));
+                }
+                Message::Notification(n) if n.method == "window/showMessage" => {}
+                other => panic!("{method}: unexpected {other:?}"),
+            }
+        }
+    }
+
+    fn notify(&self, method: &str, params: Value) {
+        let n = Notification::new(method.into(), params);
+        self.conn.sender.send(n.into()).unwrap();
+    }
+
+    fn notification(&self, method: &str) -> Value {
+        match self.recv() {
+            Message::Notification(n) if n.method == method => n.params,
+            other => panic!("expected {method}, got {other:?}"),
+        }
+    }
+
+    fn diagnostics(&self) -> Vec<Value> {
+        let p = self.notification("textDocument/publishDiagnostics");
+        p["diagnostics"].as_array().unwrap().clone()
+    }
+}
+
+/// Applies an LSP workspace edit's text edits for `uri` to `text`.
+fn apply(text: &str, edit: &Value, uri: &str) -> String {
+    let src = SourceFile::new("", text);
+    let mut edits: Vec<(usize, usize, String)> = edit["changes"][uri]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let pos = |p: &Value| offset(&src, serde_json::from_value(p.clone()).unwrap());
+            (
+                pos(&e["range"]["start"]),
+                pos(&e["range"]["end"]),
+                e["newText"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    edits.sort();
+    let mut out = text.to_string();
+    for (s, e, t) in edits.into_iter().rev() {
+        out.replace_range(s..e, &t);
+    }
+    out
+}
+
+fn start() -> (Client, std::thread::JoinHandle<()>) {
+    let (server, client) = Connection::memory();
+    let handle = std::thread::spawn(move || {
+        serve(server, Options::default()).map_err(|e| e.0).unwrap();
+    });
+    let mut c = Client {
+        conn: client,
+        next_id: 0,
+    };
+    let init = c.request("initialize", json!({ "capabilities": {} }));
+    assert_eq!(init["serverInfo"]["name"], "lockaudit");
+    assert_eq!(init["capabilities"]["textDocumentSync"]["change"], 1);
+    c.notify("initialized", json!({}));
+    (c, handle)
+}
+
+fn stop(mut c: Client, handle: std::thread::JoinHandle<()>) {
+    c.request("shutdown", Value::Null);
+    c.notify("exit", Value::Null);
+    handle.join().unwrap();
+}
+
+fn actions(c: &mut Client, uri: &str, diag: &Value) -> Vec<Value> {
+    let r = c.request(
+        "textDocument/codeAction",
+        json!({
+            "textDocument": { "uri": uri },
+            "range": diag["range"],
+            "context": { "diagnostics": [diag] },
+        }),
+    );
+    r.as_array().unwrap().clone()
+}
+
+fn titled<'a>(actions: &'a [Value], start: &str) -> &'a Value {
+    actions
+        .iter()
+        .find(|a| a["title"].as_str().unwrap().starts_with(start))
+        .unwrap_or_else(|| panic!("no action `{start}…` in {actions:#?}"))
+}
+
+/// The editor judges a file as `check` does, knowing its
+/// crate: the calls of another file's wrappers are lock sites there,
+/// and the annotations on them attach.
+#[test]
+fn the_editor_knows_the_wrappers_of_the_crate() {
+    let tmp = common::copy_project("wrapped");
+    let path = tmp.path().join("src/jobs.rs");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let uri = format!("file://{}", path.display());
+    let (c, handle) = start();
+    c.notify(
+        "textDocument/didOpen",
+        json!({ "textDocument": { "uri": uri, "languageId": "rust", "version": 1, "text": text } }),
+    );
+    let mut got: Vec<(u64, String)> = c
+        .diagnostics()
+        .iter()
+        .map(|d| {
+            (
+                d["range"]["start"]["line"].as_u64().unwrap() + 1,
+                d["code"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    got.sort();
+    let mut want: Vec<(u64, String)> = common::markers::parse(&text)
+        .unwrap()
+        .into_iter()
+        .map(|m| (m.line as u64, m.check.as_str().to_string()))
+        .collect();
+    want.sort();
+    assert!(!want.is_empty());
+    assert_eq!(got, want);
+    stop(c, handle);
+}
+
+#[test]
+fn annotating_from_a_code_action_clears_the_diagnostic() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lib.rs");
+    let text = "pub fn take(con: &mut redis::Connection, k: &str, v: &str) -> bool {\n    let r: Option<String> = redis::cmd(\"SET\").arg(k).arg(v).arg(\"NX\").arg(\"PX\").arg(9).query(con).unwrap();\n    r.is_some()\n}\n";
+    std::fs::write(
+        &path,
+        "// the saved text does not matter: the editor's does\n",
+    )
+    .unwrap();
+    let uri = format!("file://{}", path.display());
+    let (mut c, handle) = start();
+    c.notify(
+        "textDocument/didOpen",
+        json!({ "textDocument": { "uri": uri, "languageId": "rust", "version": 1, "text": text } }),
+    );
+    let diags = c.diagnostics();
+    assert_eq!(diags.len(), 1, "{diags:#?}");
+    let d = &diags[0];
+    assert_eq!(d["code"], "missing-purpose");
+    assert_eq!(d["source"], "lockaudit");
+    assert_eq!(d["severity"], 1);
+    assert_eq!(d["range"]["start"], json!({ "line": 1, "character": 28 }));
+    assert!(d["codeDescription"]["href"]
+        .as_str()
+        .unwrap()
+        .ends_with("#missing-purpose"));
+
+    let acts = actions(&mut c, &uri, d);
+    let titles: Vec<&str> = acts.iter().map(|a| a["title"].as_str().unwrap()).collect();
+    assert_eq!(titles.len(), 4, "{titles:?}");
+    titled(&acts, "Annotate as a correctness lock");
+    let suppress = titled(&acts, "Suppress `missing-purpose`");
+    let explain = titled(&acts, "Explain `missing-purpose`");
+    assert_eq!(explain["command"]["command"], "lockaudit.explain");
+
+    // The suppression names the check and asks for the reason.
+    let suppressed = apply(text, &suppress["edit"], &uri);
+    assert!(suppressed.contains(
+        "{\n    // lockaudit: allow(missing-purpose) TODO: say why this is safe\n    let r"
+    ));
+
+    let annotate = titled(&acts, "Annotate as an efficiency lock");
+    assert_eq!(annotate["kind"], "quickfix");
+    let edited = apply(text, &annotate["edit"], &uri);
+    assert!(
+        edited.contains("{\n    // lock-purpose: efficiency — TODO: why\n    let r"),
+        "{edited}"
+    );
+    c.notify(
+        "textDocument/didChange",
+        json!({
+            "textDocument": { "uri": uri, "version": 2 },
+            "contentChanges": [{ "text": edited }],
+        }),
+    );
+    assert_eq!(
+        c.diagnostics(),
+        Vec::<Value>::new(),
+        "the annotation satisfies the check"
+    );
+
+    // Back to the old text, then suppress instead: also silent.
+    c.notify(
+        "textDocument/didChange",
+        json!({
+            "textDocument": { "uri": uri, "version": 3 },
+            "contentChanges": [{ "text": suppressed }],
+        }),
+    );
+    assert_eq!(
+        c.diagnostics(),
+        Vec::<Value>::new(),
+        "the suppression silences it"
+    );
+    // Saving publishes again, from the editor's text (the file on disk
+    // has no lock at all).
+    c.notify(
+        "textDocument/didChange",
+        json!({
+            "textDocument": { "uri": uri, "version": 4 },
+            "contentChanges": [{ "text": text }],
+        }),
+    );
+    assert_eq!(c.diagnostics().len(), 1);
+    c.notify(
+        "textDocument/didSave",
+        json!({ "textDocument": { "uri": uri } }),
+    );
+    let saved = c.notification("textDocument/publishDiagnostics");
+    assert_eq!(saved["version"], 4);
+    assert_eq!(saved["diagnostics"][0]["code"], "missing-purpose");
+
+    let page = c.request(
+        "workspace/executeCommand",
+        json!({ "command": "lockaudit.explain", "arguments": ["missing-purpose"] }),
+    );
+    assert!(
+        page.as_str()
+            .unwrap()
+            .starts_with("# missing-purpose [error]"),
+        "{page}"
+    );
+
+    c.notify(
+        "textDocument/didClose",
+        json!({ "textDocument": { "uri": uri } }),
+    );
+    assert_eq!(c.diagnostics(), Vec::<Value>::new());
+    stop(c, handle);
+}
+
+#[test]
+fn an_exact_fix_is_the_preferred_code_action() {
+    let project = common::project("fixable");
+    let path = project.join("src/lib.rs");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let uri = format!("file://{}", path.display());
+    let (mut c, handle) = start();
+    c.notify(
+        "textDocument/didOpen",
+        json!({ "textDocument": { "uri": uri, "languageId": "rust", "version": 1, "text": text } }),
+    );
+    let diags = c.diagnostics();
+    let del = diags
+        .iter()
+        .find(|d| d["code"] == "unowned-release" && d["range"]["start"]["line"] == 19)
+        .unwrap_or_else(|| panic!("{diags:#?}"));
+    let acts = actions(&mut c, &uri, del);
+    let fix = titled(&acts, "lockaudit: release the lock only while");
+    assert_eq!(fix["isPreferred"], true);
+    // No annotation is offered for a release.
+    assert!(!acts
+        .iter()
+        .any(|a| a["title"].as_str().unwrap().starts_with("Annotate")));
+    let fixed = apply(&text, &fix["edit"], &uri);
+    c.notify(
+        "textDocument/didChange",
+        json!({
+            "textDocument": { "uri": uri, "version": 2 },
+            "contentChanges": [{ "text": fixed }],
+        }),
+    );
+    let after = c.diagnostics();
+    assert_eq!(after.len(), diags.len() - 1, "{after:#?}");
+    assert!(!after
+        .iter()
+        .any(|d| d["code"] == "unowned-release" && d["range"]["start"]["line"] == 19));
+    stop(c, handle);
+}
+
+/// The binary speaks the protocol on stdio, with Content-Length framing.
+#[test]
+fn the_binary_serves_on_stdio() {
+    use std::io::{BufReader, Write};
+    use std::process::{Command, Stdio};
+
+    let mut child = Command::new(common::bin())
+        .arg("lsp")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let send = |stdin: &mut std::process::ChildStdin, body: Value| {
+        let text = body.to_string();
+        write!(stdin, "Content-Length: {}\r\n\r\n{text}", text.len()).unwrap();
+        stdin.flush().unwrap();
+    };
+    send(
+        &mut stdin,
+        json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": { "capabilities": {} } }),
+    );
+    let Some(Message::Response(r)) = Message::read(&mut stdout).unwrap() else {
+        panic!("no initialize response")
+    };
+    assert_eq!(
+        r.response_result.unwrap()["capabilities"]["codeActionProvider"]["codeActionKinds"][0],
+        "quickfix"
+    );
+    send(
+        &mut stdin,
+        json!({ "jsonrpc": "2.0", "method": "initialized", "params": {} }),
+    );
+    let text = "fn f(con: &mut redis::Connection) { con.del(\"jobs:lock\").unwrap(); }\n";
+    send(
+        &mut stdin,
+        json!({ "jsonrpc": "2.0", "method": "textDocument/didOpen", "params": { "textDocument": {
+            "uri": "file:///nonexistent/src/lib.rs", "languageId": "rust", "version": 1, "text": text } } }),
+    );
+    let Some(Message::Notification(n)) = Message::read(&mut stdout).unwrap() else {
+        panic!("no diagnostics")
+    };
+    assert_eq!(n.method, "textDocument/publishDiagnostics");
+    assert_eq!(n.params["diagnostics"][0]["code"], "unowned-release");
+    send(
+        &mut stdin,
+        json!({ "jsonrpc": "2.0", "id": 2, "method": "shutdown", "params": null }),
+    );
+    let Some(Message::Response(r)) = Message::read(&mut stdout).unwrap() else {
+        panic!("no shutdown response")
+    };
+    assert_eq!(r.id, RequestId::from(2));
+    send(
+        &mut stdin,
+        json!({ "jsonrpc": "2.0", "method": "exit", "params": null }),
+    );
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
