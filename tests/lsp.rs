@@ -98,7 +98,8 @@ fn start() -> (Client, std::thread::JoinHandle<()>) {
     };
     let init = c.request("initialize", json!({ "capabilities": {} }));
     assert_eq!(init["serverInfo"]["name"], "lockaudit");
-    assert_eq!(init["capabilities"]["textDocumentSync"]["change"], 1);
+    // Incremental synchronisation: ranged edits.
+    assert_eq!(init["capabilities"]["textDocumentSync"]["change"], 2);
     c.notify("initialized", json!({}));
     (c, handle)
 }
@@ -374,4 +375,130 @@ fn the_binary_serves_on_stdio() {
     );
     drop(stdin);
     assert!(child.wait().unwrap().success());
+}
+
+/// The last line of a file with one `unowned-release` (a plain `del` of a
+/// lock key), without the statement; the tests type it in.
+const CLEAN: &str = "use redis::Commands;\nfn release(con: &mut redis::Connection) -> redis::RedisResult<()> {\n    let _s = \"🎉\"; \n    Ok(())\n}\n";
+
+/// Ranged edits count UTF-16 units and apply in order, each to the text
+/// the previous one left; a change without a range is the whole text.
+#[test]
+fn ranged_edits_apply_in_order_in_utf16_units() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lib.rs");
+    std::fs::write(&path, "").unwrap();
+    let uri = format!("file://{}", path.display());
+    let (c, handle) = start();
+    c.notify(
+        "textDocument/didOpen",
+        json!({ "textDocument": { "uri": uri, "languageId": "rust", "version": 1, "text": CLEAN } }),
+    );
+    assert!(c.diagnostics().is_empty());
+    // Line 2 is `    let _s = "🎉"; `: the emoji is two UTF-16 units, so
+    // the line ends at character 19, where the edits type the release.
+    c.notify(
+        "textDocument/didChange",
+        json!({
+            "textDocument": { "uri": uri, "version": 2 },
+            "contentChanges": [
+                { "range": { "start": { "line": 2, "character": 19 }, "end": { "line": 2, "character": 19 } },
+                  "text": "let _: () = con.get(\"lock:job\")?;" },
+                // The same place now holds `get`: make it a `del`.
+                { "range": { "start": { "line": 2, "character": 35 }, "end": { "line": 2, "character": 38 } },
+                  "text": "del" },
+            ],
+        }),
+    );
+    let diags = c.diagnostics();
+    assert_eq!(diags.len(), 1, "{diags:#?}");
+    assert_eq!(diags[0]["code"], "unowned-release");
+    // `del` after the emoji: 35 UTF-16 units (34 characters, 37 bytes).
+    assert_eq!(
+        diags[0]["range"]["start"],
+        json!({ "line": 2, "character": 35 })
+    );
+    c.notify(
+        "textDocument/didChange",
+        json!({
+            "textDocument": { "uri": uri, "version": 3 },
+            "contentChanges": [{ "text": CLEAN }],
+        }),
+    );
+    assert!(c.diagnostics().is_empty());
+    stop(c, handle);
+}
+
+/// Edits queued while the server was busy are applied together and the
+/// document is analysed once, with its last text and version.
+#[test]
+fn queued_edits_are_analysed_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lib.rs");
+    std::fs::write(&path, "").unwrap();
+    let uri = format!("file://{}", path.display());
+    let (server, client) = Connection::memory();
+    // Everything is queued before the server reads its first message.
+    let queue = |m: Message| client.sender.send(m).unwrap();
+    queue(
+        Request::new(
+            RequestId::from(1),
+            "initialize".into(),
+            json!({ "capabilities": {} }),
+        )
+        .into(),
+    );
+    queue(Notification::new("initialized".into(), json!({})).into());
+    queue(
+        Notification::new(
+            "textDocument/didOpen".into(),
+            json!({ "textDocument": { "uri": uri, "languageId": "rust", "version": 1, "text": CLEAN } }),
+        )
+        .into(),
+    );
+    let mut text = CLEAN.to_string();
+    for (version, typed) in ["let _: () = ", "con.del(", "\"lock:job\")?;"]
+        .iter()
+        .enumerate()
+    {
+        let at = text.lines().nth(2).unwrap().encode_utf16().count();
+        queue(
+            Notification::new(
+                "textDocument/didChange".into(),
+                json!({
+                    "textDocument": { "uri": uri, "version": version + 2 },
+                    "contentChanges": [{
+                        "range": { "start": { "line": 2, "character": at }, "end": { "line": 2, "character": at } },
+                        "text": typed,
+                    }],
+                }),
+            )
+            .into(),
+        );
+        let line_end = text.match_indices('\n').nth(2).unwrap().0;
+        text.insert_str(line_end, typed);
+    }
+    // A request after the edits: its answer comes after what they caused.
+    queue(Request::new(RequestId::from(2), "lockaudit/unknown".into(), Value::Null).into());
+    let handle = std::thread::spawn(move || {
+        serve(server, Options::default()).map_err(|e| e.0).unwrap();
+    });
+    let c = Client {
+        conn: client,
+        next_id: 2,
+    };
+    match c.recv() {
+        Message::Response(r) => assert_eq!(r.id, RequestId::from(1)),
+        other => panic!("expected the initialize response, got {other:?}"),
+    }
+    let p = c.notification("textDocument/publishDiagnostics");
+    assert_eq!(p["version"], 4, "{p:#?}");
+    let diags = p["diagnostics"].as_array().unwrap();
+    assert_eq!(diags.len(), 1, "{diags:#?}");
+    assert_eq!(diags[0]["code"], "unowned-release");
+    match c.recv() {
+        Message::Response(r) => assert_eq!(r.id, RequestId::from(2)),
+        other => panic!("one analysis for the queued edits, then the answer; got {other:?}"),
+    }
+    stop(c, handle);
 }

@@ -19,7 +19,7 @@ use lsp_server::{Connection, ErrorCode, Message, Notification, Request, Response
 use lsp_types::{
     CodeActionOrCommand, CodeActionParams, DidChangeTextDocumentParams, DidCloseTextDocumentParams,
     DidOpenTextDocumentParams, DidSaveTextDocumentParams, ExecuteCommandParams, MessageType,
-    PublishDiagnosticsParams, ShowMessageParams, Uri,
+    PublishDiagnosticsParams, ShowMessageParams, TextDocumentContentChangeEvent, Uri,
 };
 use serde_json::{json, Value};
 
@@ -92,14 +92,22 @@ struct Server {
     cwd: PathBuf,
     docs: HashMap<Uri, Doc>,
     configs: HashMap<Option<PathBuf>, Arc<Loaded>>,
+    /// Documents changed by the messages read so far and not analysed
+    /// since, in the order they changed: analysed once each when the
+    /// queue runs dry or a request needs their findings.
+    dirty: Vec<Uri>,
 }
+
+/// At most this many queued messages are read before the changed
+/// documents are analysed.
+const MAX_BATCH: usize = 1024;
 
 fn capabilities() -> Value {
     json!({
         "positionEncoding": "utf-16",
         "textDocumentSync": {
             "openClose": true,
-            "change": 1,
+            "change": 2,
             "save": { "includeText": false },
         },
         "codeActionProvider": { "codeActionKinds": ["quickfix"] },
@@ -115,6 +123,7 @@ impl Server {
             cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
             docs: HashMap::new(),
             configs: HashMap::new(),
+            dirty: Vec::new(),
         }
     }
 
@@ -127,21 +136,47 @@ impl Server {
                 "serverInfo": { "name": "lockaudit", "version": env!("CARGO_PKG_VERSION") },
             }),
         )?;
-        while let Ok(msg) = self.conn.receiver.recv() {
-            match msg {
-                Message::Request(req) => {
-                    if self.conn.handle_shutdown(&req)? {
-                        return Ok(());
+        // Edits typed faster than they are analysed queue up: each round
+        // takes what is queued, applies every change in order and analyses
+        // each changed document once, with its last text.
+        while let Ok(first) = self.conn.receiver.recv() {
+            let mut next = Some(first);
+            let mut read = 0;
+            while let Some(msg) = next.take() {
+                read += 1;
+                match msg {
+                    Message::Request(req) => {
+                        if self.conn.handle_shutdown(&req)? {
+                            return Ok(());
+                        }
+                        self.analyze_dirty();
+                        let resp = self.request(req);
+                        self.send(Message::Response(resp));
                     }
-                    let resp = self.request(req);
-                    self.send(Message::Response(resp));
+                    Message::Notification(n) if n.method == "exit" => return Ok(()),
+                    Message::Notification(n) => self.notification(n),
+                    Message::Response(_) => {}
                 }
-                Message::Notification(n) if n.method == "exit" => return Ok(()),
-                Message::Notification(n) => self.notification(n),
-                Message::Response(_) => {}
+                if read < MAX_BATCH {
+                    next = self.conn.receiver.try_recv().ok();
+                }
             }
+            self.analyze_dirty();
         }
         Ok(())
+    }
+
+    /// Marks a document for analysis at the end of the round.
+    fn touch(&mut self, uri: &Uri) {
+        if !self.dirty.contains(uri) {
+            self.dirty.push(uri.clone());
+        }
+    }
+
+    fn analyze_dirty(&mut self) {
+        for uri in std::mem::take(&mut self.dirty) {
+            self.analyze(&uri);
+        }
     }
 
     fn send(&self, msg: Message) {
@@ -173,35 +208,34 @@ impl Server {
                             findings: Vec::new(),
                         },
                     );
-                    self.analyze(&d.uri);
+                    self.touch(&d.uri);
                 }
             }
             "textDocument/didChange" => {
                 if let Ok(p) = serde_json::from_value::<DidChangeTextDocumentParams>(n.params) {
                     let uri = p.text_document.uri;
-                    // Full synchronisation: the last change holds the whole text.
-                    if let (Some(doc), Some(change)) = (
-                        self.docs.get_mut(&uri),
-                        p.content_changes.into_iter().last(),
-                    ) {
-                        if change.range.is_none() {
-                            doc.text = change.text;
-                            doc.version = p.text_document.version;
+                    // Incremental synchronisation: each change is a
+                    // ranged edit of the text as the changes before it
+                    // left it, or (no range) the whole new text.
+                    if let Some(doc) = self.docs.get_mut(&uri) {
+                        for change in p.content_changes {
+                            apply_change(&mut doc.text, change);
                         }
+                        doc.version = p.text_document.version;
+                        self.touch(&uri);
                     }
-                    self.analyze(&uri);
                 }
             }
             "textDocument/didSave" => {
                 if let Ok(p) = serde_json::from_value::<DidSaveTextDocumentParams>(n.params) {
                     let uri = p.text_document.uri;
                     if self.docs.contains_key(&uri) {
-                        self.analyze(&uri);
+                        self.touch(&uri);
                     } else if uri.as_str().ends_with("lockaudit.yaml") {
                         // A config changed: every open document may read it.
                         let open: Vec<Uri> = self.docs.keys().cloned().collect();
                         for u in open {
-                            self.analyze(&u);
+                            self.touch(&u);
                         }
                     }
                 }
@@ -210,6 +244,7 @@ impl Server {
                 if let Ok(p) = serde_json::from_value::<DidCloseTextDocumentParams>(n.params) {
                     let uri = p.text_document.uri;
                     self.docs.remove(&uri);
+                    self.dirty.retain(|u| *u != uri);
                     self.publish(&uri, Vec::new(), None);
                 }
             }
@@ -363,5 +398,20 @@ impl Server {
                 version,
             },
         );
+    }
+}
+
+/// Applies one change of `textDocument/didChange` to `text`: the whole new
+/// text, or a ranged edit whose positions count UTF-16 units (a position
+/// past a line's end is its end; a reversed range is empty).
+fn apply_change(text: &mut String, change: TextDocumentContentChangeEvent) {
+    match change.range {
+        None => *text = change.text,
+        Some(r) => {
+            let src = SourceFile::new("", text.as_str());
+            let start = convert::offset(&src, r.start);
+            let end = convert::offset(&src, r.end).max(start);
+            text.replace_range(start..end, &change.text);
+        }
     }
 }
