@@ -224,6 +224,11 @@ pub fn prepare(paths: &[PathBuf], common: &CommonArgs) -> Result<Prepared, Failu
         .into_inner()
         .unwrap_or_else(|e| e.into_inner());
     let file_scope: Vec<usize> = files.iter().map(|f| scopes.of_path(f)).collect();
+    // A directory named on the command line has its config read too, so
+    // that a broken one is an error even with nothing to audit under it.
+    for p in paths.iter().filter(|p| p.is_dir()) {
+        scopes.of_dir(p);
+    }
     stop_on_errors(&scopes)?;
     for n in notes {
         crate::escape::eprintln(&format!("note: {n}"));

@@ -181,8 +181,14 @@ impl Scopes {
     }
 
     /// Whether the config governing `path` excludes it.
+    /// A directory the walk enters has its own config read (and a broken
+    /// one reported) even when no file in it is audited.
     pub fn excluded(&mut self, path: &Path, is_dir: bool) -> bool {
         let i = self.of_path(path);
-        self.list[i].excludes.excluded(path, is_dir)
+        let excluded = self.list[i].excludes.excluded(path, is_dir);
+        if is_dir && !excluded {
+            self.of_dir(path);
+        }
+        excluded
     }
 }

@@ -237,3 +237,32 @@ fn rules_shows_the_severities_the_config_sets() {
     assert_eq!(mp["default_severity"], "error");
     assert_eq!(mp["overridden"], true);
 }
+
+/// A broken config is exit 2 even when no `.rs` file under it is audited:
+/// named as the directory, or met by the walk below the named one. A valid
+/// config with nothing to audit is a clean run.
+#[test]
+fn a_broken_config_with_nothing_to_audit_is_an_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(
+        &tmp.path().join("docs/lockaudit.yaml"),
+        "checks:\n  nope: error\n",
+    );
+    write(&tmp.path().join("docs/guide.md"), "# guide\n");
+    write(&tmp.path().join("src/lib.rs"), "pub fn f() {}\n");
+    for (dir, arg) in [
+        (tmp.path().join("docs"), "."),
+        (tmp.path().to_path_buf(), "."),
+        (tmp.path().to_path_buf(), "docs"),
+    ] {
+        let r = lockaudit(&dir, &["check", arg]);
+        assert_eq!(r.code, 2, "{arg} from {}: {r:?}", dir.display());
+        assert!(r.stderr.contains("lockaudit.yaml:2:3"), "{}", r.stderr);
+    }
+    write(
+        &tmp.path().join("docs/lockaudit.yaml"),
+        "checks:\n  missing-purpose: error\n",
+    );
+    let r = lockaudit(tmp.path(), &["check", "."]);
+    assert_eq!(r.code, 0, "{r:?}");
+}
