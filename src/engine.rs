@@ -324,6 +324,7 @@ impl Engine<'_> {
         }
         checks::merge_same_place(&mut findings);
         crate::fix::attach(&ctx, &file, &mut findings);
+        let fn_lines = fn_lines(&file);
         drop(file);
         if let Some(purpose) = self.settings.default_purpose {
             // The config says what an unannotated acquisition is held to:
@@ -340,7 +341,7 @@ impl Engine<'_> {
         } else {
             Vec::new()
         };
-        let mut out = self.finish(&src, findings, Some(&directives));
+        let mut out = self.finish(&src, findings, Some((&directives, &fn_lines)));
         out.locks = locks;
         out.wrappers = model.wrappers.clone();
         out.wrappers_called = model.wrappers_called.clone();
@@ -432,10 +433,10 @@ impl Engine<'_> {
         &self,
         src: &SourceFile,
         mut findings: Vec<Finding>,
-        directives: Option<&Directives>,
+        directives: Option<(&Directives, &[FnLines])>,
     ) -> FileOutcome {
         findings.retain(|f| self.enabled(f.check));
-        if let Some(d) = directives {
+        if let Some((d, fns)) = directives {
             let mut used: Vec<Vec<bool>> = d
                 .suppressions
                 .iter()
@@ -443,7 +444,8 @@ impl Engine<'_> {
                 .collect();
             for f in &mut findings {
                 for (i, s) in d.suppressions.iter().enumerate() {
-                    if !s.covers_line(f.span.start.line) {
+                    let line = f.span.start.line;
+                    if !s.covers_line(line) && !covers_fn(s, fns, line) {
                         continue;
                     }
                     if let Some(j) = s.ids.iter().position(|id| id == f.check.as_str()) {
@@ -462,10 +464,16 @@ impl Engine<'_> {
             }
             if self.enabled(CheckId::UnusedSuppression) {
                 let enabled = |id: CheckId| self.enabled(id);
+                let above_fn: Vec<bool> = d
+                    .suppressions
+                    .iter()
+                    .map(|s| fn_below(s, fns).is_some())
+                    .collect();
                 findings.extend(checks::unused_suppression_findings(
                     src,
                     &d.suppressions,
                     &used,
+                    &above_fn,
                     &enabled,
                 ));
             }
@@ -490,6 +498,83 @@ impl Engine<'_> {
             ..FileOutcome::default()
         }
     }
+}
+
+/// Where a function item stands: the first line of its attributes and doc
+/// comments, the line of its `fn`, its last line.
+#[derive(Debug, Clone, Copy)]
+pub struct FnLines {
+    pub attrs: usize,
+    pub sig: usize,
+    pub end: usize,
+}
+
+/// Every function item of a file (free functions, methods, trait methods
+/// with a body, in inline modules too), not those inside function bodies.
+fn fn_lines(file: &syn::File) -> Vec<FnLines> {
+    use syn::spanned::Spanned;
+    fn lines(span: proc_macro2::Span, sig: &syn::Signature) -> FnLines {
+        FnLines {
+            attrs: span.start().line,
+            sig: sig.fn_token.span.start().line,
+            end: span.end().line,
+        }
+    }
+    fn items(list: &[syn::Item], out: &mut Vec<FnLines>) {
+        for item in list {
+            match item {
+                syn::Item::Fn(f) => out.push(lines(f.span(), &f.sig)),
+                syn::Item::Impl(i) => {
+                    for it in &i.items {
+                        if let syn::ImplItem::Fn(f) = it {
+                            out.push(lines(f.span(), &f.sig));
+                        }
+                    }
+                }
+                syn::Item::Trait(t) => {
+                    for it in &t.items {
+                        if let syn::TraitItem::Fn(f) = it {
+                            if f.default.is_some() {
+                                out.push(lines(f.span(), &f.sig));
+                            }
+                        }
+                    }
+                }
+                syn::Item::Mod(m) => {
+                    if let Some((_, inner)) = &m.content {
+                        items(inner, out);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    items(&file.items, &mut out);
+    out
+}
+
+/// The function a line suppression stands above (among or after its
+/// attributes and doc comments, before its `fn`): it covers the whole
+/// function, as `#[allow(..)]` on a function does.
+fn fn_below<'f>(
+    s: &crate::directives::suppression::Suppression,
+    fns: &'f [FnLines],
+) -> Option<&'f FnLines> {
+    if s.file_level || s.trailing {
+        return None;
+    }
+    let below = s.line + 1;
+    fns.iter().find(|f| f.attrs <= below && below <= f.sig)
+}
+
+/// Whether `line` is in the function the suppression stands above.
+fn covers_fn(
+    s: &crate::directives::suppression::Suppression,
+    fns: &[FnLines],
+    line: usize,
+) -> bool {
+    fn_below(s, fns).is_some_and(|f| s.line <= line && line <= f.end)
 }
 
 /// `LOCKAUDIT_INTERNAL_PANIC_ON=<file name>` makes auditing that file

@@ -18,13 +18,15 @@ pub(super) const INFO: CheckInfo = CheckInfo {
     run: None,
 };
 
-/// `used[i][j]`: id `j` of suppression `i` silenced a finding. `enabled`
+/// `used[i][j]`: id `j` of suppression `i` silenced a finding;
+/// `above_fn[i]`: suppression `i` covers the function below it. `enabled`
 /// says whether a check ran at all (a suppression for a disabled check is
 /// not stale, just idle).
 pub fn findings(
     src: &SourceFile,
     suppressions: &[Suppression],
     used: &[Vec<bool>],
+    above_fn: &[bool],
     enabled: &dyn Fn(CheckId) -> bool,
 ) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -67,6 +69,8 @@ pub fn findings(
                     )
                     .label(if s.file_level {
                         "no finding of this check in the file"
+                    } else if above_fn.get(i).copied().unwrap_or(false) {
+                        "no finding of this check in the function below"
                     } else {
                         "no finding of this check on this line or the next"
                     })
