@@ -38,7 +38,6 @@ impl<E: std::fmt::Display> From<E> for Failure {
 /// The program: arguments from the environment, parsed, run. With
 /// `cargo_subcommand`, the `lockaudit` cargo passes first is dropped.
 pub fn main(cargo_subcommand: bool) -> ExitStatus {
-    use clap::Parser;
     let args = match crate::cli::normalize(std::env::args_os().collect(), cargo_subcommand) {
         Ok(a) => a,
         Err(msg) => {
@@ -46,7 +45,20 @@ pub fn main(cargo_subcommand: bool) -> ExitStatus {
             return ExitStatus::Error;
         }
     };
-    run(Cli::parse_from(args))
+    // `cargo lockaudit --help` says `Usage: cargo lockaudit …`, as cargo's
+    // own subcommands do.
+    let name = if cargo_subcommand {
+        "cargo lockaudit"
+    } else {
+        "lockaudit"
+    };
+    let matches = <Cli as clap::CommandFactory>::command()
+        .bin_name(name)
+        .get_matches_from(args);
+    match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
+        Ok(cli) => run(cli),
+        Err(e) => e.exit(),
+    }
 }
 
 pub fn run(cli: Cli) -> ExitStatus {
@@ -1029,7 +1041,45 @@ fn read_baseline(path: &Path) -> Result<Baseline, Failure> {
     Baseline::parse(&text).map_err(|e| Failure(format!("{}: {e}", crate::escape::path(path))))
 }
 
+/// The paths of the packages the cargo flags choose, in place of the
+/// PATHS (which must then be left out), and `--exclude` without the
+/// package names `--workspace` takes from it.
+fn packages(
+    cargo: &crate::cli::CargoArgs,
+    paths: &mut Vec<PathBuf>,
+    common: &mut CommonArgs,
+) -> Result<(), Failure> {
+    if !cargo.is_set() {
+        return Ok(());
+    }
+    if paths.iter().any(|p| p != Path::new(".")) {
+        return Err(Failure(
+            "name PATHS or packages (--manifest-path, -p, --workspace), not both".into(),
+        ));
+    }
+    let cwd = std::env::current_dir()?;
+    *paths = crate::cargo::package_paths(cargo, &mut common.exclude, &cwd)?;
+    if paths.is_empty() {
+        return Err(Failure("the packages chosen have no source files".into()));
+    }
+    Ok(())
+}
+
 fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
+    let chosen;
+    let args = if args.cargo.is_set() {
+        let mut a = args.clone();
+        if a.stdin_filename.is_some() {
+            return Err(Failure(
+                "--stdin-filename audits standard input: choose no packages".into(),
+            ));
+        }
+        packages(&args.cargo, &mut a.paths, &mut a.common)?;
+        chosen = a;
+        &chosen
+    } else {
+        args
+    };
     let mut common = args.common.clone();
     common.selection = crate::cli::Selection {
         select: args.select.clone(),
@@ -1246,7 +1296,9 @@ fn fix_and_audit_again(
 }
 
 fn inventory(args: &InventoryArgs) -> Result<ExitStatus, Failure> {
-    let prepared = prepare(&args.paths, &args.common)?;
+    let (mut paths, mut common) = (args.paths.clone(), args.common.clone());
+    packages(&args.cargo, &mut paths, &mut common)?;
+    let prepared = prepare(&paths, &common)?;
     let audit = audit(&prepared, true)?;
     for u in &audit.unreadable {
         crate::escape::eprintln(&format!("error: {u}"));

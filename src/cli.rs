@@ -90,6 +90,21 @@ pub struct CommonArgs {
     pub selection: Selection,
 }
 
+/// Package selection, as cargo's commands take it ([`crate::cargo`]).
+#[derive(Debug, Args, Default, Clone)]
+#[command(next_help_heading = "Package selection (runs `cargo metadata`)")]
+pub struct CargoArgs {
+    /// Audit the package of this Cargo.toml (a virtual manifest: its default members)
+    #[arg(long, value_name = "PATH")]
+    pub manifest_path: Option<PathBuf>,
+    /// Audit this workspace member (`name` or `name@version`); repeatable
+    #[arg(long, short = 'p', value_name = "SPEC")]
+    pub package: Vec<String>,
+    /// Audit every workspace member; `--exclude NAME` then leaves a package out
+    #[arg(long, alias = "all", conflicts_with = "package")]
+    pub workspace: bool,
+}
+
 #[derive(Debug, Args, Clone)]
 pub struct CheckArgs {
     /// Files or directories to audit
@@ -143,6 +158,8 @@ pub struct CheckArgs {
     pub stdin_filename: Option<PathBuf>,
     #[command(flatten)]
     pub common: CommonArgs,
+    #[command(flatten)]
+    pub cargo: CargoArgs,
 }
 
 /// A check named by `--select`, `--extend-select` or `--ignore`.
@@ -249,6 +266,8 @@ pub struct InventoryArgs {
     pub output: Option<PathBuf>,
     #[command(flatten)]
     pub common: CommonArgs,
+    #[command(flatten)]
+    pub cargo: CargoArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

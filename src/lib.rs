@@ -5,6 +5,7 @@
 
 pub mod app;
 pub mod baseline;
+pub mod cargo;
 pub mod checks;
 pub mod cli;
 pub mod commands;

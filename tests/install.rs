@@ -119,6 +119,78 @@ fn cargo_lockaudit_runs_the_same_commands() {
     assert!(via_cargo.stdout.contains("missing-purpose"));
 }
 
+/// The files of each finding of a JSON report, and the number of files
+/// audited.
+fn files_found(stdout: &str) -> (Vec<String>, u64) {
+    let v: serde_json::Value = serde_json::from_str(stdout).expect("JSON");
+    let mut files: Vec<String> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap().to_string())
+        .collect();
+    files.sort();
+    files.dedup();
+    (files, v["summary"]["files"].as_u64().unwrap())
+}
+
+/// `cargo lockaudit` takes cargo's package flags: `-p`, `--workspace` with
+/// `--exclude` naming a package, `--manifest-path`; a mistyped package is
+/// exit 2 with the near name; packages and PATHS together are refused.
+#[test]
+fn cargo_lockaudit_chooses_packages_as_cargo_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_dir(&root().join("fixtures/projects/workspace"), tmp.path());
+    let dir = tmp.path();
+    let json = |args: &[&str]| {
+        let mut all = vec!["lockaudit", "check", "--format", "json"];
+        all.extend_from_slice(args);
+        let r = cargo_lockaudit(dir, &all);
+        assert!(r.code == 0 || r.code == 1, "{args:?}: {r:?}");
+        files_found(&r.stdout)
+    };
+    let whole = json(&[]);
+    assert!(
+        whole.0.iter().any(|f| f.starts_with("billing/")),
+        "{whole:?}"
+    );
+    let billing = json(&["-p", "billing"]);
+    assert!(!billing.0.is_empty(), "{billing:?}");
+    assert!(
+        billing.0.iter().all(|f| f.starts_with("billing/")),
+        "{billing:?}"
+    );
+    assert_eq!(billing.1, 3, "billing has three files: {billing:?}");
+    assert_eq!(json(&["--workspace", "--exclude", "mailer"]), billing);
+    assert_eq!(json(&["--workspace"]), whole);
+    assert_eq!(json(&["--manifest-path", "billing/Cargo.toml"]), billing);
+    let mailer = json(&["--package", "mailer"]);
+    assert!(
+        mailer.0.iter().all(|f| f.starts_with("mailer/")),
+        "{mailer:?}"
+    );
+    assert_eq!(mailer.1, 3);
+    // A glob under --workspace stays a file exclude.
+    let globbed = json(&[
+        "--workspace",
+        "--exclude",
+        "mailer",
+        "--exclude",
+        "billing/src/locks.rs",
+    ]);
+    assert_eq!(globbed.1, 2, "{globbed:?}");
+
+    let typo = cargo_lockaudit(dir, &["lockaudit", "-p", "biling"]);
+    assert_eq!(typo.code, 2, "{typo:?}");
+    assert!(typo.stderr.contains("did you mean `billing`?"), "{typo:?}");
+    let both = cargo_lockaudit(dir, &["lockaudit", "-p", "billing", "billing/src"]);
+    assert_eq!(both.code, 2, "{both:?}");
+    assert!(both.stderr.contains("not both"), "{both:?}");
+    let help = cargo_lockaudit(dir, &["lockaudit", "--help"]);
+    assert!(help.stdout.contains("Usage: cargo lockaudit"), "{help:?}");
+    assert!(help.stdout.contains("--manifest-path"), "{help:?}");
+}
+
 #[test]
 fn a_mistyped_subcommand_is_an_error_with_a_suggestion_not_a_path() {
     let tmp = tempfile::tempdir().unwrap();
