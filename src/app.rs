@@ -400,6 +400,7 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
     let mut excluded_modules = 0usize;
     let mut results: Vec<(PathBuf, usize, String, FileResult)> = Vec::new();
     let manifests = Manifests::new(p.cwd.clone());
+    let progress = crate::progress::Progress::files(queue.len());
     while !queue.is_empty() {
         let round: Vec<(PathBuf, usize, String, FileResult, Vec<PathBuf>)> = {
             let list = &scopes.list;
@@ -437,6 +438,7 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
                         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Skip::Removed),
                         Err(e) => Err(Skip::Unreadable(e.to_string())),
                     };
+                    progress.inc();
                     (path.clone(), *scope, shown, r, mods)
                 };
             pool.install(|| queue.par_iter().map(audit_one).collect())
@@ -473,9 +475,12 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
             results.push((path, scope, shown, r));
         }
         next.sort();
+        progress.more(next.len());
         queue = next;
     }
+    progress.phase("following calls across files");
     crate_passes(p, &pool, &scopes, &manifests, &mut results, inventory);
+    drop(progress);
     drop(scopes);
     if excluded_modules > 0 {
         crate::escape::eprintln(&format!(

@@ -26,6 +26,7 @@ pub mod model;
 pub mod pack;
 pub mod parse;
 pub mod prefilter;
+pub mod progress;
 pub mod report;
 pub mod scope;
 pub mod source;

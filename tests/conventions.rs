@@ -6,9 +6,11 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+
+mod common;
+
+use common::Run;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -16,44 +18,18 @@ fn root() -> PathBuf {
 
 /// lockaudit in `dir`, with no colour variables from the caller's
 /// environment unless `envs` sets them, `stdin` on standard input.
-fn run(dir: &Path, args: &[&str], envs: &[(&str, &str)], stdin: Option<&str>) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockaudit"));
-    cmd.args(args)
-        .current_dir(dir)
-        .env_remove("NO_COLOR")
-        .env_remove("CLICOLOR")
-        .env_remove("CLICOLOR_FORCE")
-        .env_remove("GITHUB_BASE_REF")
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .env("TERM", "xterm-256color")
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, v) in envs {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().expect("lockaudit runs");
-    if let Some(text) = stdin {
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(text.as_bytes())
-            .unwrap();
-    }
-    child.wait_with_output().unwrap()
+fn run(dir: &Path, args: &[&str], envs: &[(&str, &str)], stdin: Option<&str>) -> Run {
+    let mut all = vec![("TERM", "xterm-256color")];
+    all.extend_from_slice(envs);
+    common::lockaudit_input(dir, args, &all, stdin)
 }
 
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
+fn stdout(o: &Run) -> String {
+    o.stdout.clone()
 }
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+fn stderr(o: &Run) -> String {
+    o.stderr.clone()
 }
 
 /// Count of unsuppressed findings per check in a JSON report.
@@ -80,7 +56,7 @@ fn fixtures_json(args: &[&str]) -> BTreeMap<String, usize> {
     ];
     all.extend_from_slice(args);
     let o = run(&root(), &all, &[], None);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(Some(o.code), Some(0), "{}", stderr(&o));
     counts(&stdout(&o))
 }
 
@@ -153,7 +129,7 @@ fn extend_select_turns_on_a_check_the_config_turns_off() {
         &[],
         None,
     );
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(Some(o.code), Some(1), "{}", stderr(&o));
 }
 
 #[test]
@@ -166,7 +142,7 @@ fn an_unknown_check_id_is_exit_2_with_a_suggestion() {
             None,
         );
         let err = stderr(&o);
-        assert_eq!(o.status.code(), Some(2), "{flag}: {err}");
+        assert_eq!(Some(o.code), Some(2), "{flag}: {err}");
         assert!(
             err.contains("did you mean `unowned-release`?"),
             "{flag}: {err}"
@@ -180,7 +156,7 @@ fn statistics_count_the_findings_of_each_check() {
     let all = fixtures_json(&[]);
     let o = run(&root(), &["check", "--statistics", "fixtures/"], &[], None);
     // The exit code is the one the findings give.
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(Some(o.code), Some(1));
     let text = stdout(&o);
     let mut seen = BTreeMap::new();
     let mut last = usize::MAX;
@@ -252,7 +228,7 @@ fn stdin_filename_audits_standard_input_as_that_file() {
         Some(&source),
     );
     let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(Some(o.code), Some(1), "{}", stderr(&o));
     assert!(out.contains("svc/src/lib.rs:2:"), "{out}");
     assert!(out.contains("missing-purpose"), "{out}");
     assert!(!tmp.path().join("svc/src/lib.rs").exists());
@@ -264,7 +240,7 @@ fn stdin_filename_audits_standard_input_as_that_file() {
         &[],
         Some(&source),
     );
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(Some(o.code), Some(1));
     let first: String = source
         .lines()
         .nth(1)
@@ -303,7 +279,7 @@ fn stdin_filename_audits_standard_input_as_that_file() {
         &[],
         Some(&source),
     );
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(Some(o.code), Some(2), "{}", stderr(&o));
 
     // Paths as well as standard input is a usage error.
     let o = run(
@@ -312,7 +288,7 @@ fn stdin_filename_audits_standard_input_as_that_file() {
         &[],
         Some(""),
     );
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(Some(o.code), Some(2));
     assert!(stderr(&o).contains("give no PATHS"), "{}", stderr(&o));
 }
 
@@ -320,17 +296,17 @@ fn stdin_filename_audits_standard_input_as_that_file() {
 fn completions_and_the_man_page_come_from_the_command_line_definition() {
     for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
         let o = run(&root(), &["completions", shell], &[], None);
-        assert_eq!(o.status.code(), Some(0), "{shell}: {}", stderr(&o));
+        assert_eq!(Some(o.code), Some(0), "{shell}: {}", stderr(&o));
         let text = stdout(&o);
         for word in ["lockaudit", "select", "stdin-filename", "test-pack"] {
             assert!(text.contains(word), "{shell} completion lacks {word}");
         }
     }
     let o = run(&root(), &["completions", "tcsh"], &[], None);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(Some(o.code), Some(2));
 
     let o = run(&root(), &["manpage"], &[], None);
-    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(Some(o.code), Some(0));
     let man = stdout(&o);
     assert!(
         man.starts_with(".ie") || man.contains(".TH lockaudit"),
@@ -349,7 +325,7 @@ fn coloured(envs: &[(&str, &str)], extra: &[&str]) -> bool {
     let mut args = vec!["check"];
     args.extend_from_slice(extra);
     let o = run(&dir, &args, envs, None);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(Some(o.code), Some(1), "{}", stderr(&o));
     stdout(&o).contains("\x1b[")
 }
 
@@ -399,7 +375,7 @@ fn test_pack_passes_when_the_markers_match_and_lists_the_differences_when_not() 
     ]);
     let o = run(good.path(), &["test-pack", "acme-locks.yaml"], &[], None);
     let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert_eq!(Some(o.code), Some(0), "{out}{}", stderr(&o));
     assert!(
         out.contains("1 fixture passed, 2 expected findings found"),
         "{out}"
@@ -409,7 +385,7 @@ fn test_pack_passes_when_the_markers_match_and_lists_the_differences_when_not() 
     let bad = pack_dir(&[(15, "missing-purpose"), (47, "lock-without-expiry")]);
     let o = run(bad.path(), &["test-pack", "acme-locks.yaml"], &[], None);
     let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert_eq!(Some(o.code), Some(1), "{out}");
     assert!(
         out.contains("billing.rs:47: missing: lock-without-expiry"),
         "{out}"
@@ -427,14 +403,14 @@ fn test_pack_passes_when_the_markers_match_and_lists_the_differences_when_not() 
     // A wrong column is a miss too.
     let col = pack_dir(&[(15, "9 missing-purpose"), (35, "unfenced-correctness-lock")]);
     let o = run(col.path(), &["test-pack", "acme-locks.yaml"], &[], None);
-    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert_eq!(Some(o.code), Some(1), "{}", stdout(&o));
 }
 
 #[test]
 fn test_pack_reports_a_bad_pack_a_bad_marker_and_no_fixtures_as_exit_2() {
     let dir = pack_dir(&[(15, "missing-purpse")]);
     let o = run(dir.path(), &["test-pack", "acme-locks.yaml"], &[], None);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(Some(o.code), Some(2));
     assert!(
         stderr(&o).contains("did you mean `missing-purpose`"),
         "{}",
@@ -448,12 +424,46 @@ fn test_pack_reports_a_bad_pack_a_bad_marker_and_no_fixtures_as_exit_2() {
     )
     .unwrap();
     let o = run(empty.path(), &["test-pack", "p.yaml"], &[], None);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(Some(o.code), Some(2));
     assert!(stderr(&o).contains("no fixtures"), "{}", stderr(&o));
 
     fs::write(empty.path().join("broken.yaml"), "apis: [\n").unwrap();
     fs::write(empty.path().join("a.rs"), "fn main() {}\n").unwrap();
     let o = run(empty.path(), &["test-pack", "broken.yaml"], &[], None);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(Some(o.code), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("broken.yaml"), "{}", stderr(&o));
+}
+
+/// The progress line is drawn on a terminal once the run is slow (the
+/// delay is 0 here) and cleared before the report; piped, nothing.
+#[test]
+fn a_progress_line_only_on_a_terminal() {
+    let dir = common::project("unannotated");
+    let env = [("LOCKAUDIT_INTERNAL_PROGRESS_AFTER_MS", "0")];
+    let piped = common::lockaudit_env(&dir, &["check", "-q", "."], &env);
+    assert!(!piped.stderr.contains("auditing"), "{piped:?}");
+    // util-linux `script` runs the command on a pseudo-terminal.
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: no `script` to give the run a terminal");
+        return;
+    }
+    let out = std::process::Command::new("script")
+        .args([
+            "-qec",
+            &format!("'{}' check -q . >/dev/null", common::bin()),
+            "/dev/null",
+        ])
+        .current_dir(&dir)
+        .env("LOCKAUDIT_INTERNAL_PROGRESS_AFTER_MS", "0")
+        .env_remove("NO_COLOR")
+        .output()
+        .unwrap();
+    let tty = String::from_utf8_lossy(&out.stdout);
+    assert!(tty.contains("auditing") && tty.contains("files"), "{tty:?}");
+    // Cleared: the last thing drawn erases the line.
+    assert!(tty.trim_end().ends_with("\u{1b}[2K"), "{tty:?}");
 }

@@ -41,16 +41,43 @@ pub fn lockaudit(dir: &Path, args: &[&str]) -> Run {
 /// As [`lockaudit`], after `setup` has had the command (environment,
 /// standard input, privileges).
 pub fn lockaudit_with(dir: &Path, args: &[&str], setup: impl FnOnce(&mut Command)) -> Run {
-    run_binary(bin(), dir, args, setup)
+    run_binary(bin(), dir, args, None, setup)
+}
+
+/// As [`lockaudit`], with these environment variables set and `stdin`
+/// (when given) on standard input.
+pub fn lockaudit_input(
+    dir: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    stdin: Option<&str>,
+) -> Run {
+    run_binary(bin(), dir, args, stdin, |cmd| {
+        cmd.envs(env.iter().copied());
+    })
 }
 
 /// Runs `cargo-lockaudit ARGS` (what cargo runs for `cargo lockaudit`) in
 /// `dir`, as [`lockaudit`] runs `lockaudit`.
 pub fn cargo_lockaudit(dir: &Path, args: &[&str]) -> Run {
-    run_binary(env!("CARGO_BIN_EXE_cargo-lockaudit"), dir, args, |_| {})
+    run_binary(
+        env!("CARGO_BIN_EXE_cargo-lockaudit"),
+        dir,
+        args,
+        None,
+        |_| {},
+    )
 }
 
-fn run_binary(bin: &str, dir: &Path, args: &[&str], setup: impl FnOnce(&mut Command)) -> Run {
+fn run_binary(
+    bin: &str,
+    dir: &Path,
+    args: &[&str],
+    stdin: Option<&str>,
+    setup: impl FnOnce(&mut Command),
+) -> Run {
+    use std::io::Write;
+    use std::process::Stdio;
     let mut cmd = Command::new(bin);
     cmd.args(args)
         .current_dir(dir)
@@ -62,8 +89,20 @@ fn run_binary(bin: &str, dir: &Path, args: &[&str], setup: impl FnOnce(&mut Comm
         .env_remove("GITHUB_STEP_SUMMARY")
         .env_remove("LOCKAUDIT_INTERNAL_PANIC_ON")
         .env_remove("LOCKAUDIT_INTERNAL_WRITE_PAUSE_MS");
+    cmd.stdin(if stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
     setup(&mut cmd);
-    let out = cmd.output().expect("the lockaudit binary runs");
+    let mut child = cmd.spawn().expect("the lockaudit binary runs");
+    if let (Some(text), Some(mut input)) = (stdin, child.stdin.take()) {
+        // A run that stops reading early is the test's to judge.
+        let _ = input.write_all(text.as_bytes());
+    }
+    let out = child.wait_with_output().expect("the lockaudit binary runs");
     Run {
         code: out
             .status
@@ -79,6 +118,35 @@ pub fn lockaudit_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
     lockaudit_with(dir, args, |cmd| {
         cmd.envs(env.iter().copied());
     })
+}
+
+/// Runs `git ARGS` in `dir` as a test author, with no signing, `main` as
+/// the first branch, local clones allowed and no `GIT_DIR` from outside;
+/// a failure fails the test.
+pub fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=Test",
+            "-c",
+            "user.email=test@example.com",
+            "-c",
+            "commit.gpgsign=false",
+            "-c",
+            "init.defaultBranch=main",
+            "-c",
+            "protocol.file.allow=always",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .env_remove("GIT_DIR")
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// A fixture project's directory.
