@@ -5,7 +5,6 @@ use std::collections::{BTreeSet, HashMap};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use miette::{Diagnostic, GraphicalReportHandler, GraphicalTheme};
 use rayon::prelude::*;
 
 use crate::baseline::Baseline;
@@ -86,39 +85,22 @@ pub fn run(cli: Cli) -> ExitStatus {
     }
 }
 
-/// Prints a miette diagnostic to stderr (no colour unless stderr is a terminal).
-pub fn print_diagnostic(d: &dyn Diagnostic) {
-    crate::escape::eprint_block(&render_diagnostic(d, false));
-}
-
-/// Prints every problem of a YAML file as its own diagnostic, under one
-/// headline, so each shows its file, line and column.
+/// Prints every problem of a YAML file, each with its file, line and
+/// column, under one headline, in the findings' style.
 pub fn print_yaml_errors(e: &YamlErrors) {
-    crate::escape::eprint_block(&render_yaml_errors(e, false));
+    // As cargo colours its errors: anstream's choice for standard error.
+    let color = anstream::AutoStream::choice(&std::io::stderr()) != anstream::ColorChoice::Never;
+    crate::escape::eprint_block(&render_yaml_errors(e, color));
 }
 
 pub fn render_yaml_errors(e: &YamlErrors, color: bool) -> String {
-    let mut out = format!("error: {e}\n\n");
+    let mut out = format!("error: {}\n", crate::escape::text(&e.to_string()));
     let mut problems: Vec<_> = e.problems.iter().collect();
     problems.sort_by_key(|p| (p.line, p.column));
     for p in problems {
-        out.push_str(&render_diagnostic(p, color));
         out.push('\n');
+        out.push_str(&p.render(color, 100));
     }
-    out
-}
-
-pub fn render_diagnostic(d: &dyn Diagnostic, color: bool) -> String {
-    let theme = if color {
-        GraphicalTheme::unicode()
-    } else {
-        GraphicalTheme::unicode_nocolor()
-    };
-    let mut out = String::new();
-    let _ = GraphicalReportHandler::new_themed(theme)
-        .with_width(100)
-        .with_links(false)
-        .render_report(&mut out, d);
     out
 }
 

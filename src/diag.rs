@@ -1,37 +1,54 @@
-//! Errors in the user's YAML (rule packs and config), rendered by miette with
-//! the file, line and column, a label under the offending value and a hint.
-//! Every problem in a file is collected and reported together.
+//! Errors in the user's YAML (rule packs and config), with the file, line
+//! and column, a label under the offending value and a hint, rendered as
+//! findings are (rustc's style). Every problem in a file is collected and
+//! reported together.
 
-use miette::{Diagnostic, MietteError, MietteSpanContents, SourceCode, SourceSpan, SpanContents};
 use thiserror::Error;
 
 use crate::yamlloc::{self, Loc, Seg};
 
 /// One problem at one place in a YAML file.
-#[derive(Debug, Error, Diagnostic)]
+#[derive(Debug, Error)]
 #[error("{path}:{line}:{column}: {message}")]
 pub struct YamlProblem {
     pub path: String,
     pub line: usize,
     pub column: usize,
     pub message: String,
-    #[help]
     pub help: Option<String>,
-    #[source_code]
+    /// The line quoted, with the value marked.
     pub src: Excerpt,
-    #[label("{label}")]
-    pub span: SourceSpan,
     pub label: String,
 }
 
+impl YamlProblem {
+    /// This problem as findings are shown: `error: message`, ` --> place`,
+    /// the quoted line with the value underlined, `= help: …`.
+    pub fn render(&self, color: bool, width: usize) -> String {
+        let (start, len) = self.src.span;
+        crate::report::human::render_problem(
+            &crate::report::human::Problem {
+                path: &self.src.name,
+                line: self.line,
+                column: self.column,
+                message: &self.message,
+                quoted: &self.src.text,
+                mark: (start, start + len),
+                label: &self.label,
+                help: self.help.as_deref(),
+            },
+            color,
+            width,
+        )
+    }
+}
+
 /// Every problem found in one YAML file.
-#[derive(Debug, Error, Diagnostic)]
+#[derive(Debug, Error)]
 #[error("{what} {path} is invalid ({} problem{})", problems.len(), if problems.len() == 1 { "" } else { "s" })]
-#[diagnostic(code(lockaudit::invalid_yaml))]
 pub struct YamlErrors {
     pub what: &'static str,
     pub path: String,
-    #[related]
     pub problems: Vec<YamlProblem>,
 }
 
@@ -64,7 +81,7 @@ impl<'a> Collector<'a> {
     pub fn at_loc(&mut self, loc: Loc, message: impl Into<String>, help: Option<String>) {
         let message = clip(message.into());
         let len = value_len(self.text, loc.offset);
-        let (src, span) = Excerpt::new(self.path, self.text, loc, len);
+        let src = Excerpt::new(self.path, self.text, loc, len);
         self.problems.push(YamlProblem {
             path: self.path.to_string(),
             line: loc.line,
@@ -73,7 +90,6 @@ impl<'a> Collector<'a> {
             message,
             help,
             src,
-            span,
         });
     }
 
@@ -110,7 +126,7 @@ impl<'a> Collector<'a> {
             column,
             offset,
         };
-        let (src, span) = Excerpt::new(self.path, self.text, loc, len.max(1));
+        let src = Excerpt::new(self.path, self.text, loc, len.max(1));
         self.problems.push(YamlProblem {
             path: self.path.to_string(),
             line,
@@ -119,7 +135,6 @@ impl<'a> Collector<'a> {
             message: clip(message.into()),
             help,
             src,
-            span,
         });
     }
 
@@ -213,15 +228,12 @@ const MAX_QUOTED: usize = 160;
 pub struct Excerpt {
     name: String,
     text: String,
-    /// 0-based line number and column of the value.
-    line: usize,
-    column: usize,
-    /// The value's span in `text`.
+    /// The value's byte range in `text`: start and length.
     span: (usize, usize),
 }
 
 impl Excerpt {
-    fn new(name: &str, text: &str, loc: Loc, len: usize) -> (Excerpt, SourceSpan) {
+    fn new(name: &str, text: &str, loc: Loc, len: usize) -> Excerpt {
         let at = floor(text, loc.offset);
         let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
         let line_end = text[at..].find('\n').map_or(text.len(), |i| at + i);
@@ -242,17 +254,11 @@ impl Excerpt {
         if end < line_end {
             quoted.push('…');
         }
-        let span = (value_start, value_len);
-        (
-            Excerpt {
-                name: crate::escape::text(name).into_owned(),
-                text: quoted,
-                line: loc.line.saturating_sub(1),
-                column: loc.column.saturating_sub(1),
-                span,
-            },
-            span.into(),
-        )
+        Excerpt {
+            name: crate::escape::text(name).into_owned(),
+            text: quoted,
+            span: (value_start, value_len),
+        }
     }
 }
 
@@ -262,30 +268,6 @@ fn floor(text: &str, mut i: usize) -> usize {
         i -= 1;
     }
     i
-}
-
-impl SourceCode for Excerpt {
-    fn read_span<'a>(
-        &'a self,
-        span: &SourceSpan,
-        before: usize,
-        after: usize,
-    ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
-        let inner = self.text.read_span(span, before, after)?;
-        let column = if (span.offset(), span.len()) == self.span {
-            self.column
-        } else {
-            inner.column()
-        };
-        Ok(Box::new(MietteSpanContents::new_named(
-            self.name.clone(),
-            inner.data(),
-            *inner.span(),
-            inner.line() + self.line,
-            column,
-            inner.line_count() + self.line,
-        )))
-    }
 }
 
 /// Longest message kept: a message quotes values, and a value may be huge.

@@ -291,10 +291,73 @@ impl Snippet<'_> {
 }
 
 pub fn render_one(f: &Finding, text: &str, opts: &Options) -> String {
-    let p = Painter { on: opts.color };
-    let width = opts.width.max(40);
-    let sev = f.severity.as_str();
-    let head = format!("{sev}[{}]", f.check.as_str());
+    let head = format!("{}[{}]", f.severity.as_str(), f.check.as_str());
+    let at = (f.span.start.line, f.span.start.column);
+    render_headed(&head, f, text, at, opts.color, opts.width)
+}
+
+/// A problem in a file lockaudit reads that is not Rust source (a config,
+/// a rule pack), shown as findings are: `error: message`, its place, the
+/// line quoted with the value underlined and labelled, and a help.
+pub struct Problem<'a> {
+    pub path: &'a str,
+    /// 1-based line and column of the value in the file.
+    pub line: usize,
+    pub column: usize,
+    pub message: &'a str,
+    /// The line as quoted (clipped around the value and escaped), and the
+    /// value's byte range in it.
+    pub quoted: &'a str,
+    pub mark: (usize, usize),
+    pub label: &'a str,
+    pub help: Option<&'a str>,
+}
+
+pub fn render_problem(problem: &Problem, color: bool, width: usize) -> String {
+    let line = problem.line.max(1);
+    // The quoted line stands at its own line number, so the gutter says
+    // where it is in the file.
+    let mut text = "\n".repeat(line - 1);
+    let base = text.len();
+    text.push_str(problem.quoted);
+    let pos = |byte: usize| {
+        let byte = byte.min(problem.quoted.len());
+        let byte = (0..=byte)
+            .rev()
+            .find(|&i| problem.quoted.is_char_boundary(i))
+            .unwrap_or(0);
+        crate::source::Pos {
+            line,
+            column: problem.quoted[..byte].chars().count() + 1,
+            offset: base + byte,
+        }
+    };
+    let span = Span {
+        start: pos(problem.mark.0),
+        end: pos(problem.mark.1.max(problem.mark.0)),
+    };
+    let mut f = Finding::new(
+        crate::checks::CheckId::ParseError,
+        span,
+        problem.message.to_string(),
+    )
+    .label(problem.label.to_string());
+    f.severity = Severity::Error;
+    f.path = problem.path.to_string();
+    f.help = problem.help.map(str::to_string);
+    render_headed("error", &f, &text, (line, problem.column), color, width)
+}
+
+fn render_headed(
+    head: &str,
+    f: &Finding,
+    text: &str,
+    at: (usize, usize),
+    color: bool,
+    width: usize,
+) -> String {
+    let p = Painter { on: color };
+    let width = width.max(40);
     let mut out = String::new();
     let message = wrap(
         &crate::escape::text(&f.message),
@@ -304,7 +367,7 @@ pub fn render_one(f: &Finding, text: &str, opts: &Options) -> String {
     );
     out.push_str(&format!(
         "{}{}\n",
-        p.paint(severity_color(f.severity), &head),
+        p.paint(severity_color(f.severity), head),
         p.paint(BOLD, &format!(": {}", join_wrapped(&message, 4)))
     ));
     let path = crate::escape::text(&f.path).into_owned();
@@ -331,8 +394,8 @@ pub fn render_one(f: &Finding, text: &str, opts: &Options) -> String {
     out.push_str(&format!(
         "{pad}{} {path}:{}:{}\n",
         p.paint(BLUE, "-->"),
-        f.span.start.line,
-        f.span.start.column
+        at.0,
+        at.1
     ));
     if text.is_empty() {
         out.push_str(&format!("{}\n", s.bar()));

@@ -2,7 +2,7 @@
 //! file per format. Findings arrive sorted by path, line, column, check.
 
 mod github;
-mod human;
+pub mod human;
 mod json;
 pub mod sarif;
 mod short;

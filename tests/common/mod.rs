@@ -149,6 +149,30 @@ pub fn git(dir: &Path, args: &[&str]) {
     );
 }
 
+/// Whether a report on standard error has a problem whose message contains
+/// `message` at `place` (`file:line:col`, or its end), in the findings'
+/// style: `error: message` (wrapped lines joined), then ` --> …place`.
+pub fn has_problem(stderr: &str, place: &str, message: &str) -> bool {
+    let lines: Vec<&str> = stderr.lines().collect();
+    (0..lines.len()).any(|i| {
+        let Some(first) = lines[i].strip_prefix("error: ") else {
+            return false;
+        };
+        let mut text = first.to_string();
+        for line in &lines[i + 1..] {
+            if let Some(at) = line.trim_start().strip_prefix("--> ") {
+                return text.contains(message) && at.ends_with(place);
+            }
+            if !line.starts_with("    ") {
+                return false;
+            }
+            text.push(' ');
+            text.push_str(line.trim());
+        }
+        false
+    })
+}
+
 /// A fixture project's directory.
 pub fn project(name: &str) -> PathBuf {
     root().join("fixtures/projects").join(name)
