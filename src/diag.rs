@@ -57,6 +57,9 @@ pub struct Collector<'a> {
     pub path: &'a str,
     pub text: &'a str,
     pub problems: Vec<YamlProblem>,
+    /// A config in a `Cargo.toml` table at this path: paths are looked up
+    /// in the TOML under it, not in YAML.
+    toml_table: Option<Vec<Seg>>,
 }
 
 impl<'a> Collector<'a> {
@@ -65,12 +68,58 @@ impl<'a> Collector<'a> {
             path,
             text,
             problems: Vec::new(),
+            toml_table: None,
+        }
+    }
+
+    /// Problems of the config in the TOML table at `table` of a manifest.
+    pub fn toml(path: &'a str, text: &'a str, table: Vec<Seg>) -> Self {
+        Collector {
+            toml_table: Some(table),
+            ..Collector::new(path, text)
+        }
+    }
+
+    /// Where the value at `path` starts.
+    fn locate(&self, path: &[Seg]) -> Option<Loc> {
+        match &self.toml_table {
+            None => yamlloc::locate(self.text, path),
+            Some(table) => {
+                let full: Vec<Seg> = table.iter().chain(path).cloned().collect();
+                crate::config::manifest::locate(self.text, &full)
+            }
+        }
+    }
+
+    /// A TOML deserialisation error (an unknown key, a wrong type) at its
+    /// byte range; an unknown key or value gets the closest expected one.
+    pub fn toml_error(
+        &mut self,
+        message: &str,
+        span: Option<std::ops::Range<usize>>,
+        help: Option<String>,
+    ) {
+        let message = message.trim().to_string();
+        let help = match (suggest_expected(&message), help) {
+            (Some(s), Some(h)) => Some(format!("{s} {h}")),
+            (Some(s), None) => Some(s),
+            (None, h) => h,
+        };
+        match span {
+            Some(r) => {
+                let end = r.end.min(self.text.len());
+                let line_end = self.text[r.start.min(end)..end]
+                    .find('\n')
+                    .map_or(end, |i| r.start + i);
+                self.at_span(r.start, line_end.saturating_sub(r.start), message, help)
+            }
+            None => self.at(&[], message, help),
         }
     }
 
     /// A problem at the value found at `path` (or the file start).
     pub fn at(&mut self, path: &[Seg], message: impl Into<String>, help: Option<String>) {
-        let loc = yamlloc::locate(self.text, path).unwrap_or(Loc {
+        let loc = self.locate(path).unwrap_or(Loc {
             line: 1,
             column: 1,
             offset: 0,
@@ -101,7 +150,8 @@ impl<'a> Collector<'a> {
             Some(Seg::Key(k)) => k.clone(),
             _ => return self.at(path, message, help),
         };
-        let found = yamlloc::locate(self.text, path)
+        let found = self
+            .locate(path)
             .and_then(|value| key_before(self.text, value.offset, &key));
         match found {
             Some((offset, len)) => self.at_span(offset, len, message, help),

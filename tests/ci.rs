@@ -480,3 +480,90 @@ fn the_quick_start_audit_of_the_fixtures_exits_1() {
         run.stdout
     );
 }
+
+/// A config may live in `Cargo.toml`, as `[workspace.metadata.lockaudit]`
+/// or `[package.metadata.lockaudit]`: found as `lockaudit.yaml` is (the
+/// nearest wins, and a `lockaudit.yaml` beside the manifest first), named
+/// with `--config`, and its problems reported at their place in it.
+#[test]
+fn a_config_in_cargo_toml_is_found_and_checked_like_lockaudit_yaml() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    git(d, &["init", "-q"]);
+    let release = "pub fn free(con: &mut redis::Connection) -> redis::RedisResult<()> {\n    let _: () = redis::Commands::del(con, \"lock:job\")?;\n    Ok(())\n}\n";
+    write(
+        &d.join("Cargo.toml"),
+        "[workspace]\nmembers = [\"a\", \"b\", \"c\"]\n\n[workspace.metadata.lockaudit.checks]\nunowned-release = \"off\"\n",
+    );
+    for m in ["a", "b", "c"] {
+        write(&d.join(m).join("src/lib.rs"), release);
+    }
+    write(
+        &d.join("a/Cargo.toml"),
+        "[package]\nname = \"a\"\nversion = \"0.1.0\"\n",
+    );
+    write(
+        &d.join("b/Cargo.toml"),
+        "[package]\nname = \"b\"\nversion = \"0.1.0\"\n\n[package.metadata.lockaudit]\nchecks = { unowned-release = \"note\" }\n",
+    );
+    // A lockaudit.yaml beside the manifest is the config of its directory.
+    write(&d.join("c/Cargo.toml"), "[package]\nname = \"c\"\nversion = \"0.1.0\"\n\n[package.metadata.lockaudit.checks]\nunowned-release = \"note\"\n");
+    write(
+        &d.join("c/lockaudit.yaml"),
+        "checks:\n  unowned-release: error\n",
+    );
+    let r = lockaudit(d, &["check", "--format", "json", "."]);
+    assert_eq!(r.code, 1, "{r:?}");
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let mut got: Vec<(String, String)> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["path"].as_str().unwrap().to_string(),
+                f["severity"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            ("b/src/lib.rs".to_string(), "note".to_string()),
+            ("c/src/lib.rs".to_string(), "error".to_string())
+        ]
+    );
+    // Named with --config: the workspace's table for every file.
+    let r = lockaudit(d, &["check", "--config", "Cargo.toml", "."]);
+    assert_eq!(r.code, 0, "{r:?}");
+    // A wrong key, at its place in the manifest, with the near name.
+    write(
+        &d.join("a/Cargo.toml"),
+        "[package]\nname = \"a\"\nversion = \"0.1.0\"\n\n[package.metadata.lockaudit]\nexlude = []\n",
+    );
+    let r = lockaudit(d, &["check", "."]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        common::has_problem(&r.stderr, "a/Cargo.toml:6:1", "unknown field `exlude`"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("did you mean `exclude`?"), "{}", r.stderr);
+    // A value: at the value.
+    write(
+        &d.join("a/Cargo.toml"),
+        "[package]\nname = \"a\"\nversion = \"0.1.0\"\n\n[package.metadata.lockaudit]\ndefault-purpose = \"sometimes\"\n",
+    );
+    let r = lockaudit(d, &["check", "."]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert!(
+        common::has_problem(
+            &r.stderr,
+            "a/Cargo.toml:6:19",
+            "`sometimes` is not a purpose"
+        ),
+        "{}",
+        r.stderr
+    );
+}

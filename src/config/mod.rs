@@ -3,6 +3,7 @@
 //! or `--config`), validated into the values the engine uses. Every problem
 //! in the file is reported together with its line and column.
 
+pub mod manifest;
 mod raw;
 
 use std::collections::BTreeMap;
@@ -84,12 +85,29 @@ pub fn discover(start: &Path) -> Option<PathBuf> {
     Discovery::default().config_for_dir(&dir)
 }
 
-/// The config file in `dir` itself, if any (`lockaudit.yaml` first).
+/// The config file in `dir` itself, if any: `lockaudit.yaml`, then
+/// `.lockaudit.yaml`, then a `Cargo.toml` with a `[package.metadata.lockaudit]`
+/// or `[workspace.metadata.lockaudit]` table.
 fn config_in(dir: &Path) -> Option<PathBuf> {
     CONFIG_NAMES
         .iter()
         .map(|name| dir.join(name))
         .find(|candidate| candidate.is_file())
+        .or_else(|| {
+            let manifest = dir.join(manifest::MANIFEST);
+            // Only a regular file is read to see whether it holds a
+            // config: a manifest that is a link is not followed.
+            if !std::fs::symlink_metadata(&manifest).ok()?.is_file() {
+                return None;
+            }
+            let text = read_input(&manifest, MAX_CONFIG_BYTES).ok()?;
+            manifest::config_table(&text).map(|_| manifest)
+        })
+}
+
+/// Whether `path` names a Cargo manifest (its config is a table in it).
+pub fn is_manifest(path: &Path) -> bool {
+    path.file_name().is_some_and(|n| n == manifest::MANIFEST)
 }
 
 /// Which config governs each directory: the nearest `lockaudit.yaml` or
@@ -224,9 +242,45 @@ fn load_within(path: &Path, shown: &str, root: Option<&Path>) -> Result<Settings
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
-    let mut settings = parse_within(shown, &text, &base, root)?;
+    let mut settings = if is_manifest(path) {
+        parse_manifest(shown, &text, &base, root)?
+    } else {
+        parse_within(shown, &text, &base, root)?
+    };
     settings.path = Some(path.to_path_buf());
     Ok(settings)
+}
+
+/// The config in a `Cargo.toml`'s `[package.metadata.lockaudit]` (or
+/// `[workspace.metadata.lockaudit]`) table, checked as `lockaudit.yaml`
+/// is, its problems at their place in the manifest.
+fn parse_manifest(
+    shown: &str,
+    text: &str,
+    base: &Path,
+    root: Option<&Path>,
+) -> Result<Settings, YamlErrors> {
+    let Some(table) = manifest::config_table(text) else {
+        let mut c = Collector::new(shown, text);
+        c.at(
+            &[],
+            "no `[package.metadata.lockaudit]` or `[workspace.metadata.lockaudit]` table",
+            Some(
+                "a config in Cargo.toml is one of those tables, with the keys of lockaudit.yaml"
+                    .into(),
+            ),
+        );
+        return Err(c.finish("config").unwrap_err());
+    };
+    let mut c = Collector::toml(shown, text, table.clone());
+    let raw = match manifest::raw_config(text, &table) {
+        Ok(raw) => raw,
+        Err((message, span)) => {
+            c.toml_error(&message, span, Some(HINT.to_string()));
+            return Err(c.finish("config").unwrap_err());
+        }
+    };
+    validate(c, raw, base, root)
 }
 
 const HINT: &str = "the keys are `rules`, `checks`, `exclude`, `lock-name-pattern`, `default-purpose` and `max-file-size` (see the README)";
@@ -264,6 +318,18 @@ fn parse_within(
             },
         }
     };
+    validate(c, raw, base, root.as_deref())
+}
+
+/// What a config says, as written, checked value by value: every problem
+/// at its place.
+fn validate(
+    mut c: Collector,
+    raw: RawConfig,
+    base: &Path,
+    root: Option<&Path>,
+) -> Result<Settings, YamlErrors> {
+    let root = root.and_then(|r| std::fs::canonicalize(r).ok());
     let mut settings = Settings {
         base: base.to_path_buf(),
         ..Settings::default()

@@ -231,7 +231,9 @@ impl Server {
                     let uri = p.text_document.uri;
                     if self.docs.contains_key(&uri) {
                         self.touch(&uri);
-                    } else if uri.as_str().ends_with("lockaudit.yaml") {
+                    } else if uri.as_str().ends_with("lockaudit.yaml")
+                        || uri.as_str().ends_with("/Cargo.toml")
+                    {
                         // A config changed: every open document may read it.
                         let open: Vec<Uri> = self.docs.keys().cloned().collect();
                         for u in open {
