@@ -7,8 +7,8 @@
 //!   `LOCKAUDIT_BLESS=1 cargo test --test docs` rewrites them.
 //! - Every relative link of the README and the book reaches a file (and a
 //!   heading, when it names one); the book's links stay inside the book.
-//! - Every page is in the table of contents, and every flag and subcommand
-//!   is on the command-line page.
+//! - Every page is in the table of contents, every flag and subcommand is
+//!   on the command-line page, and SARIF `helpUri`s name existing pages.
 
 mod common;
 
@@ -396,6 +396,21 @@ fn the_command_line_page_documents_every_subcommand_and_flag() {
         "docs/src/command-line.md does not document:\n{}",
         missing.join("\n")
     );
+}
+
+/// SARIF `helpUri` and the language server's links name each check's page
+/// in the repository.
+#[test]
+fn help_uris_name_the_check_pages() {
+    let base = "https://github.com/lockaudit/lockaudit/blob/main/";
+    for c in CHECKS {
+        let uri = lockaudit::report::sarif::help_uri(c.id.as_str());
+        let path = uri
+            .strip_prefix(base)
+            .unwrap_or_else(|| panic!("{uri} is not under {base}"));
+        assert_eq!(path, format!("docs/src/checks/{}.md", c.id.as_str()));
+        assert!(root().join(path).is_file(), "{path} does not exist");
+    }
 }
 
 /// The README is what a new user reads first: what lockaudit is, the two
