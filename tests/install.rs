@@ -1,8 +1,8 @@
 //! Installing and pinning: the GitHub Action's script run locally against
 //! the fixtures (the built binary instead of a download, or its own source
 //! built when no release exists), `cargo lockaudit`, a mistyped
-//! subcommand, the README offering only what works before a release, and
-//! the release asset names the release workflow builds.
+//! subcommand, the README and the book offering only what works before a
+//! release, and the release asset names the release workflow builds.
 
 mod common;
 
@@ -203,14 +203,13 @@ fn a_mistyped_subcommand_is_an_error_with_a_suggestion_not_a_path() {
     assert_eq!(out.code, 0, "{out:?}");
 }
 
-/// The README's text from the heading `start` to the next heading of the
+/// The text of `doc` from the heading `start` to the next heading of the
 /// same or a higher level.
-fn section<'a>(text: &'a str, start: &str) -> &'a str {
+fn section<'a>(doc: &str, text: &'a str, start: &str) -> &'a str {
     let level = start.chars().take_while(|c| *c == '#').count();
-    let at = text
+    let at = format!("\n{text}")
         .find(&format!("\n{start}\n"))
-        .unwrap_or_else(|| panic!("README lacks `{start}`"))
-        + 1;
+        .unwrap_or_else(|| panic!("{doc} lacks `{start}`"));
     let body = &text[at + start.len()..];
     let end = body
         .match_indices("\n#")
@@ -222,32 +221,47 @@ fn section<'a>(text: &'a str, start: &str) -> &'a str {
     &text[at..at + start.len() + end]
 }
 
-/// No release exists, so the README offers only what works today as
-/// available (building from source with `--locked`), and every release
-/// path (the tag, the download, binstall, crates.io) stands under "Once a
-/// `v*` tag is published" or in a paragraph saying so, with the version in
-/// Cargo.toml.
+/// The README and every page of the book, by path.
+fn documents() -> Vec<(String, String)> {
+    let mut docs = vec![("README.md".to_string(), read("README.md"))];
+    for page in common::files_under(&root().join("docs/src"), "md", |_| false) {
+        docs.push((common::rel(&page), fs::read_to_string(&page).unwrap()));
+    }
+    docs
+}
+
+const RELEASED: [&str; 5] = ["releases/download", "binstall", "--tag", "@v", "rev: v"];
+
+/// No release exists, so the book's Installation page offers only what
+/// works today as available (building from source with `--locked`), and
+/// every release path (the tag, the download, binstall, crates.io) stands
+/// under "Once a `v*` tag is published" or in a paragraph saying so, with
+/// the version in Cargo.toml. The README's short Install offers only the
+/// builds from source.
 #[test]
 fn install_offers_only_what_works_today_and_marks_the_release_paths() {
     let v = version();
-    let readme = read("README.md");
-    let install = section(&readme, "## Install");
-    let later = section(&readme, "### Once a `v*` tag is published");
-    let today = &install[..install
+    let page_path = "docs/src/installation.md";
+    let page = read(page_path);
+    let later = section(page_path, &page, "## Once a `v*` tag is published");
+    let today = &page[..page
         .find(later)
-        .expect("the release paths are in Install")];
+        .expect("the release paths are on the Installation page")];
     for needle in [
         "cargo install --locked --path .",
         "cargo install --locked --git https://github.com/lockaudit/lockaudit",
         "lockaudit/lockaudit@<commit>",
         "language: system",
     ] {
-        assert!(today.contains(needle), "Install lacks `{needle}`:\n{today}");
+        assert!(
+            today.contains(needle),
+            "Installation lacks `{needle}`:\n{today}"
+        );
     }
-    for released in ["releases/download", "binstall", "--tag", "@v", "rev: v"] {
+    for released in RELEASED {
         assert!(
             !today.contains(released),
-            "Install offers `{released}` as available today:\n{today}"
+            "Installation offers `{released}` as available today:\n{today}"
         );
     }
     for needle in [
@@ -259,30 +273,55 @@ fn install_offers_only_what_works_today_and_marks_the_release_paths() {
     ] {
         assert!(later.contains(&needle), "the release paths lack `{needle}`");
     }
-    // Anywhere else, a release is named only in a paragraph that says it
-    // does not exist yet.
-    let outside = readme.replace(later, "");
-    for paragraph in outside.split("\n\n") {
-        for released in [
-            format!("@v{v}"),
-            format!("rev: v{v}"),
-            "releases/download".into(),
-        ] {
-            if paragraph.contains(&released) {
-                let words = paragraph.split_whitespace().collect::<Vec<_>>().join(" ");
-                assert!(
-                    words.contains("nce a `v*` tag is published"),
-                    "`{released}` offered without saying no release exists yet:\n{paragraph}"
-                );
+    let readme = read("README.md");
+    let install = section("README.md", &readme, "## Install");
+    for needle in [
+        "cargo install --locked --path .",
+        "cargo install --locked --git https://github.com/lockaudit/lockaudit",
+    ] {
+        assert!(
+            install.contains(needle),
+            "README's Install lacks `{needle}`"
+        );
+    }
+    for released in RELEASED {
+        assert!(
+            !install.contains(released),
+            "README's Install offers `{released}` as available today:\n{install}"
+        );
+    }
+    // Anywhere else, in the README and the book, a release is named only
+    // in a paragraph that says it does not exist yet.
+    for (doc, text) in documents() {
+        let outside = if doc == page_path {
+            text.replace(later, "")
+        } else {
+            text.clone()
+        };
+        for paragraph in outside.split("\n\n") {
+            for released in [
+                format!("@v{v}"),
+                format!("rev: v{v}"),
+                "releases/download".into(),
+            ] {
+                if paragraph.contains(&released) {
+                    let words = paragraph.split_whitespace().collect::<Vec<_>>().join(" ");
+                    assert!(
+                        words.contains("nce a `v*` tag is published"),
+                        "{doc}: `{released}` offered without saying no release exists yet:\n{paragraph}"
+                    );
+                }
             }
         }
     }
     // No other version is offered anywhere a user copies from.
-    for (file, text) in [
-        ("README.md", readme.clone()),
-        (".pre-commit-hooks.yaml", read(".pre-commit-hooks.yaml")),
-        ("action.yml", read("action.yml")),
-    ] {
+    let mut sources = documents();
+    sources.push((
+        ".pre-commit-hooks.yaml".into(),
+        read(".pre-commit-hooks.yaml"),
+    ));
+    sources.push(("action.yml".into(), read("action.yml")));
+    for (file, text) in sources {
         for (i, _) in text.match_indices("v0.") {
             let rest: String = text[i + 1..]
                 .chars()
@@ -330,11 +369,12 @@ fn the_minimum_rust_version_is_stated_and_checked_by_the_script() {
         .find_map(|l| l.strip_prefix("rust-version = \""))
         .and_then(|v| v.strip_suffix('"'))
         .expect("Cargo.toml has a rust-version");
-    let readme = read("README.md");
-    assert!(
-        readme.contains(&format!("Rust {msrv} or newer")),
-        "README does not state the minimum Rust version {msrv}"
-    );
+    for doc in ["README.md", "docs/src/installation.md"] {
+        assert!(
+            read(doc).contains(&format!("Rust {msrv} or newer")),
+            "{doc} does not state the minimum Rust version {msrv}"
+        );
+    }
     let script = read("scripts/msrv.sh");
     assert!(
         script.contains("rust-version"),

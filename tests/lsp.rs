@@ -188,10 +188,10 @@ fn annotating_from_a_code_action_clears_the_diagnostic() {
     assert_eq!(d["source"], "lockaudit");
     assert_eq!(d["severity"], 1);
     assert_eq!(d["range"]["start"], json!({ "line": 1, "character": 28 }));
-    assert!(d["codeDescription"]["href"]
-        .as_str()
-        .unwrap()
-        .ends_with("#missing-purpose"));
+    assert_eq!(
+        d["codeDescription"]["href"],
+        "https://github.com/lockaudit/lockaudit/blob/main/docs/src/checks/missing-purpose.md"
+    );
 
     let acts = actions(&mut c, &uri, d);
     let titles: Vec<&str> = acts.iter().map(|a| a["title"].as_str().unwrap()).collect();

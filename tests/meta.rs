@@ -1,8 +1,9 @@
 //! Conventions enforced as tests: every check has its file, its docs with the
 //! fixed headings and its fixtures; ids are kebab-case and unique; summaries
-//! and messages follow the message convention; the README's checks table is
-//! generated from the registry (`LOCKAUDIT_BLESS=1` rewrites it); and
-//! lockaudit reports nothing on its own source (dogfood).
+//! and messages follow the message convention; and lockaudit reports
+//! nothing on its own source (dogfood). The documentation generated from
+//! the registry (the check pages and the tables of checks) is held by
+//! `tests/docs.rs`.
 
 mod common;
 
@@ -123,46 +124,6 @@ fn messages_follow_the_convention() {
         checks_seen.len() >= 10,
         "fixtures exercise only {checks_seen:?}"
     );
-}
-
-fn checks_table() -> String {
-    let mut s = String::from("| id | default | fires when |\n|---|---|---|\n");
-    for c in CHECKS {
-        // The anchor is what SARIF `helpUri`s point at.
-        s.push_str(&format!(
-            "| <a id=\"{0}\"></a>`{0}` | {1} | {2} |\n",
-            c.id.as_str(),
-            c.severity.as_str(),
-            c.summary
-        ));
-    }
-    s
-}
-
-#[test]
-fn readme_checks_table_is_current() {
-    let path = root().join("README.md");
-    let readme = std::fs::read_to_string(&path).unwrap();
-    let start = "<!-- checks-table:start -->\n";
-    let end = "<!-- checks-table:end -->";
-    let a = readme
-        .find(start)
-        .expect("README has the checks-table start marker")
-        + start.len();
-    let b = readme
-        .find(end)
-        .expect("README has the checks-table end marker");
-    let want = checks_table();
-    if readme[a..b] != want {
-        if std::env::var_os("LOCKAUDIT_BLESS").is_some() {
-            let new = format!("{}{}{}", &readme[..a], want, &readme[b..]);
-            std::fs::write(&path, new).unwrap();
-        } else {
-            panic!(
-                "the README checks table is stale: run `LOCKAUDIT_BLESS=1 cargo test --test meta`"
-            );
-        }
-    }
 }
 
 /// lockaudit reports nothing on its own source.

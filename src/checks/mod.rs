@@ -1,6 +1,7 @@
 //! The checks. Each lives in its own file named after its id, with its
 //! documentation beside it (`<id>.md`, shown by `lockaudit explain`, SARIF
-//! help and the README). This module holds the registry: the [`CheckId`]
+//! help and the book's check pages, `docs/src/checks/<id>.md`, which
+//! `tests/docs.rs` generates from it). This module holds the registry: the [`CheckId`]
 //! enum and the [`CHECKS`] slice that `rules`, `explain`, SARIF and the meta
 //! tests all read.
 

@@ -20,7 +20,7 @@ pub(super) const INFO: CheckInfo = CheckInfo {
     run: Some(run),
 };
 
-const HELP: &str = "if the code below takes a lock through your own wrapper or a client lockaudit does not know, describe that call in a rule pack (README: \"Worked example: a team's own lock wrapper\"); otherwise keep the annotation directly above the statement that takes the lock, or delete it";
+const HELP: &str = "if the code below takes a lock through your own wrapper or a client lockaudit does not know, describe that call in a rule pack (the book's \"Writing a rule pack\" page, docs/src/writing-packs.md in the lockaudit repository); otherwise keep the annotation directly above the statement that takes the lock, or delete it";
 
 /// The first line of code after the annotation's comment block, as a hint
 /// of what the annotation sits on.

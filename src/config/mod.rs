@@ -283,7 +283,7 @@ fn parse_manifest(
     validate(c, raw, base, root)
 }
 
-const HINT: &str = "the keys are `rules`, `checks`, `exclude`, `lock-name-pattern`, `default-purpose` and `max-file-size` (see the README)";
+const HINT: &str = "the keys are `rules`, `checks`, `exclude`, `lock-name-pattern`, `default-purpose` and `max-file-size` (the book's \"Configuration\" page: docs/src/configuration.md in the lockaudit repository)";
 
 pub fn parse(shown: &str, text: &str, base: &Path) -> Result<Settings, YamlErrors> {
     parse_within(shown, text, base, None)

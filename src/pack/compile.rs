@@ -8,7 +8,7 @@ use crate::diag::{Collector, YamlErrors};
 use crate::yamlloc::Seg;
 
 const SCHEMA_HINT: &str =
-    "the README's \"Rule packs\" section documents every field a pack accepts (as a JSON Schema: rules/schema.json in the lockaudit repository)";
+    "every field a pack accepts is documented on the \"Writing a rule pack\" page of the lockaudit book (docs/src/writing-packs.md) and in rules/schema.json (a JSON Schema)";
 
 pub(super) fn compile(path: &str, text: &str, builtin: bool) -> Result<Pack, YamlErrors> {
     let mut c = Collector::new(path, text);

@@ -13,6 +13,13 @@ use crate::finding::{Finding, Severity};
 pub const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 pub const INFORMATION_URI: &str = "https://github.com/lockaudit/lockaudit";
 
+/// Where the book's page of a check lives in the repository: the page
+/// generated from the check's `explain` text (`docs/src/checks/<id>.md`).
+/// SARIF `helpUri` and the language server's diagnostic links point here.
+pub fn help_uri(id: &str) -> String {
+    format!("{INFORMATION_URI}/blob/main/docs/src/checks/{id}.md")
+}
+
 fn level(s: Severity) -> &'static str {
     match s {
         Severity::Error => "error",
@@ -111,7 +118,7 @@ pub fn rules() -> Vec<Value> {
                     "text": plain(c.docs),
                     "markdown": c.docs,
                 },
-                "helpUri": format!("{INFORMATION_URI}#{id}"),
+                "helpUri": help_uri(id),
                 "defaultConfiguration": { "level": level(c.severity) },
                 "properties": {
                     "tags": c.tags,

@@ -18,9 +18,9 @@ use crate::source::{Pos, SourceFile, Span};
 /// The command that shows a check's `explain` page.
 pub const EXPLAIN_COMMAND: &str = "lockaudit.explain";
 
-/// Where a check's documentation lives on the web (the README's anchors).
+/// Where a check's documentation lives on the web: its page in the book.
 pub fn doc_link(id: &str) -> String {
-    format!("{}#{id}", crate::report::sarif::INFORMATION_URI)
+    crate::report::sarif::help_uri(id)
 }
 
 /// A protocol position from a lockaudit one.
