@@ -335,8 +335,7 @@ pub struct TestPackArgs {
     /// The rule pack (YAML) to test
     #[arg(value_name = "PACK")]
     pub pack: PathBuf,
-    /// Fixture files or directories (default: the `.rs` files beside PACK and under a directory
-    /// named after it without `.yaml`)
+    /// Fixture files or directories (default: the `.rs` files in PACK's directory and below it)
     #[arg(value_name = "FIXTURES")]
     pub fixtures: Vec<PathBuf>,
 }

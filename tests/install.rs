@@ -449,9 +449,24 @@ fn the_action_workflows_and_hooks_parse_as_yaml() {
             }
         }
         if rel == ".pre-commit-hooks.yaml" {
-            let hooks = doc.as_sequence().map(Vec::len).unwrap_or(0);
-            if hooks == 0 {
+            let hooks = doc.as_sequence().cloned().unwrap_or_default();
+            if hooks.is_empty() {
                 problems.push(format!("{rel}: not a list of hooks"));
+            }
+            // What pre-commit requires of each hook, and one hook per id.
+            let mut ids = Vec::new();
+            for (i, hook) in hooks.iter().enumerate() {
+                for key in ["id", "name", "entry", "language"] {
+                    if hook.get(key).and_then(|v| v.as_str()).is_none() {
+                        problems.push(format!("{rel}: hook {i} has no `{key}`"));
+                    }
+                }
+                if let Some(id) = hook.get("id").and_then(|v| v.as_str()) {
+                    if ids.contains(&id.to_string()) {
+                        problems.push(format!("{rel}: hook id `{id}` twice"));
+                    }
+                    ids.push(id.to_string());
+                }
             }
         }
     }
