@@ -181,6 +181,10 @@ pub fn table(rows: &[LockRow], opts: &crate::report::Options) -> String {
             r.release.clone(),
         ]);
     }
+    // A location is copied into an editor or a shell: never wrapped.
+    if let Some(c) = t.column_mut(0) {
+        c.set_constraint(comfy_table::ColumnConstraint::ContentWidth);
+    }
     let mut s = t.to_string();
     s.push('\n');
     s.push_str(&format!(
@@ -189,4 +193,40 @@ pub fn table(rows: &[LockRow], opts: &crate::report::Options) -> String {
         crate::report::plural(rows.len())
     ));
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_location_column_is_never_wrapped() {
+        let path = "services/billing/src/very/deep/module/path/locks/acquire.rs".to_string();
+        let row = LockRow {
+            path: path.clone(),
+            line: 1234,
+            column: 9,
+            backend: "redis".into(),
+            api: "redis.set-nx-px".into(),
+            wrapper: None,
+            key: "lock:billing:invoice:{id}".into(),
+            owner: None,
+            purpose: "missing".into(),
+            expiry: "PX".into(),
+            token: "not available from this API".into(),
+            release: "not found".into(),
+        };
+        let sources = std::collections::HashMap::new();
+        let opts = crate::report::Options {
+            color: false,
+            width: 80,
+            sources: &sources,
+            quiet: false,
+            tty: false,
+            changed: None,
+            root: None,
+        };
+        let out = table(&[row], &opts);
+        assert!(out.contains(&format!("{path}:1234")), "{out}");
+    }
 }
