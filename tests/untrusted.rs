@@ -1081,6 +1081,118 @@ fn new_since_is_guarded_and_runs_nothing_from_the_repository() {
     assert!(!mark.exists(), "something from the repository ran");
 }
 
+fn git_out(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env_remove("GIT_DIR")
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A repository with two commits of the witness: the base and a change.
+fn two_commits() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    git(d, &["init", "-q"]);
+    fs::write(d.join("witness.rs"), WITNESS).unwrap();
+    git(d, &["add", "witness.rs"]);
+    git(d, &["commit", "-q", "-m", "base"]);
+    fs::write(d.join("witness.rs"), format!("{WITNESS}\nfn more() {{}}\n")).unwrap();
+    git(d, &["commit", "-q", "-a", "-m", "change"]);
+    dir
+}
+
+/// A partial clone whose base blob is missing, with a promisor remote
+/// whose URL runs a command: reading the base would fetch the blob, and
+/// the fetch would run it. lockaudit fetches nothing, runs nothing, and
+/// says how to fetch; a hostile environment changes none of that.
+#[test]
+fn new_since_never_fetches_what_a_partial_clone_left_out() {
+    let dir = two_commits();
+    let d = dir.path();
+    let blob = git_out(d, &["rev-parse", "HEAD~1:witness.rs"]);
+    fs::remove_file(d.join(".git/objects").join(&blob[..2]).join(&blob[2..])).unwrap();
+    let mark = d.join("MARKER");
+    git(d, &["config", "core.repositoryformatversion", "1"]);
+    git(d, &["config", "extensions.partialClone", "origin"]);
+    git(d, &["config", "remote.origin.promisor", "true"]);
+    git(
+        d,
+        &[
+            "config",
+            "remote.origin.url",
+            &format!("ext::sh -c touch% {}", mark.display()),
+        ],
+    );
+    git(d, &["config", "protocol.ext.allow", "always"]);
+    // The trap is armed: git itself, asked for the blob, runs the command.
+    let _ = Command::new("git")
+        .args(["cat-file", "-p", &blob])
+        .current_dir(d)
+        .env_remove("GIT_NO_LAZY_FETCH")
+        .env_remove("GIT_ALLOW_PROTOCOL")
+        .output();
+    assert!(
+        mark.exists(),
+        "git fetches the missing blob through `ext::`"
+    );
+    fs::remove_file(&mark).unwrap();
+    let args = ["check", "--format", "short", "--new-since", "HEAD~1", "."];
+    let r = run_with(d, &args, |c| {
+        // Variables a caller may have set: none reaches git.
+        c.env("GIT_CONFIG_PARAMETERS", "'protocol.allow'='always'")
+            .env("GIT_CONFIG_COUNT", "1")
+            .env("GIT_CONFIG_KEY_0", "protocol.ext.allow")
+            .env("GIT_CONFIG_VALUE_0", "always");
+    });
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(
+        !mark.exists(),
+        "lockaudit made git run the promisor's command"
+    );
+    assert!(r.stderr.contains("`git fetch"), "{r:?}");
+    assert!(r.stderr.contains(&blob), "{r:?}");
+    assert_no_command("stderr", &r.raw_stderr, false);
+
+    // The twin: the same repository with nothing missing, run from a
+    // caller whose environment points git elsewhere.
+    let dir = two_commits();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let r = run_with(dir.path(), &args, |c| {
+        c.env("GIT_DIR", elsewhere.path())
+            .env("GIT_WORK_TREE", elsewhere.path())
+            .env("GIT_INDEX_FILE", elsewhere.path().join("index"))
+            .env("GIT_OBJECT_DIRECTORY", elsewhere.path());
+    });
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(
+        r.stdout.contains("1 already present at the base revision"),
+        "{r:?}"
+    );
+}
+
+/// A git that never finishes (its alternates file is a FIFO nobody
+/// writes) is stopped at the time limit: an error, not a hang.
+#[test]
+fn new_since_stops_a_git_that_never_finishes() {
+    let dir = two_commits();
+    let d = dir.path();
+    fs::create_dir_all(d.join(".git/objects/info")).unwrap();
+    mkfifo(&d.join(".git/objects/info/alternates"));
+    let r = run_with(
+        d,
+        &["check", "--format", "short", "--new-since", "HEAD~1", "."],
+        |c| {
+            c.env("LOCKAUDIT_INTERNAL_GIT_TIME_LIMIT_MS", "1500");
+        },
+    );
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(r.stderr.contains("did not finish in 1.5 s"), "{r:?}");
+}
+
 // ---------------------------------------------------------------------
 // 5. Memory stays bounded by the input.
 
