@@ -972,7 +972,37 @@ fn default_permissions() -> Option<std::fs::Permissions> {
     None
 }
 
-fn emit(output: Option<&Path>, text: &str) -> Result<(), Failure> {
+/// Whether standard output was closed when the process started
+/// (`lockaudit check >&-`). The Rust runtime then opens `/dev/null` in its
+/// place before `main`, where a report would be lost without a word; a
+/// constructor, which runs before the runtime does, remembers it.
+static STDOUT_CLOSED_AT_START: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+#[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
+#[used]
+#[cfg_attr(
+    any(target_os = "linux", target_os = "android"),
+    link_section = ".init_array"
+)]
+#[cfg_attr(target_vendor = "apple", link_section = "__DATA,__mod_init_func")]
+static RECORD_STDOUT: extern "C" fn() = record_stdout;
+
+#[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
+extern "C" fn record_stdout() {
+    // SAFETY: `fcntl(F_GETFD)` only asks whether descriptor 1 is open.
+    let closed = unsafe { libc::fcntl(1, libc::F_GETFD) } == -1;
+    STDOUT_CLOSED_AT_START.store(closed, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn stdout_closed_at_start() -> bool {
+    // Named here, so the constructor is linked wherever this is.
+    #[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
+    std::hint::black_box(&RECORD_STDOUT);
+    STDOUT_CLOSED_AT_START.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+pub(crate) fn emit(output: Option<&Path>, text: &str) -> Result<(), Failure> {
     emit_report(output, text, false)
 }
 
@@ -983,6 +1013,9 @@ fn emit_report(output: Option<&Path>, text: &str, commands: bool) -> Result<(), 
     let text = crate::escape::log(text, commands);
     match output {
         Some(p) => write_atomic(p, text.as_bytes()),
+        None if stdout_closed_at_start() && !text.is_empty() => Err(Failure(
+            "cannot write the report to standard output: it is closed (use --output FILE)".into(),
+        )),
         None => {
             let mut out = std::io::stdout().lock();
             let mut written = 0;
@@ -1006,8 +1039,10 @@ fn emit_report(output: Option<&Path>, text: &str, commands: bool) -> Result<(), 
             }
             match out.flush() {
                 Ok(()) => Ok(()),
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-                Err(e) => Err(Failure(e.to_string())),
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe && written > 0 => Ok(()),
+                Err(e) => Err(Failure(format!(
+                    "cannot write the report to standard output: {e} (use --output FILE)"
+                ))),
             }
         }
     }

@@ -1739,6 +1739,84 @@ fn closed_streams_lose_nothing_silently() {
     );
 }
 
+/// Runs with standard output closed (`>&-`), or the file `to` as it.
+fn run_stdout(dir: &Path, args: &[&str], to: Option<&Path>) -> Run {
+    run_with(dir, args, |c| match to {
+        Some(p) => {
+            c.stdout(fs::OpenOptions::new().write(true).open(p).unwrap());
+        }
+        None => {
+            c.stdout(Stdio::null());
+            // SAFETY: close is async-signal-safe.
+            unsafe {
+                c.pre_exec(|| {
+                    libc::close(1);
+                    Ok(())
+                });
+            }
+        }
+    })
+}
+
+/// A report standard output cannot take (closed, a full disk, a pipe
+/// nobody reads) is exit 2 with a message, in every command that prints
+/// one; `--output`, `/dev/null` and a reader that took part still work.
+#[test]
+fn a_report_standard_output_cannot_take_is_exit_2() {
+    let dir = repo();
+    fs::write(
+        dir.path().join("acquire.rs"),
+        "use redis::Commands;\nfn f(con: &mut redis::Connection) -> redis::RedisResult<()> {\n    let _: bool = con.set_nx(\"lock:a\", 1)?;\n    Ok(())\n}\n",
+    )
+    .unwrap();
+    let pack = dir.path().join("acme-locks.yaml");
+    fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/packs/custom/acme-locks.yaml"),
+        &pack,
+    )
+    .unwrap();
+    let commands: [&[&str]; 4] = [
+        &["check", "."],
+        &["annotate", "--purpose", "efficiency", "acquire.rs"],
+        &["test-pack", "acme-locks.yaml", "witness.rs"],
+        &["rules"],
+    ];
+    for args in commands {
+        let r = run_stdout(dir.path(), args, None);
+        assert_eq!(r.code, Some(2), "closed: {args:?}: {r:?}");
+        assert!(
+            r.stderr
+                .contains("cannot write the report to standard output: it is closed"),
+            "{args:?}: {r:?}"
+        );
+        if Path::new("/dev/full").exists() {
+            let r = run_stdout(dir.path(), args, Some(Path::new("/dev/full")));
+            assert_eq!(r.code, Some(2), "full: {args:?}: {r:?}");
+            assert!(
+                r.stderr
+                    .contains("cannot write the report to standard output"),
+                "{args:?}: {r:?}"
+            );
+        }
+        let (code, stderr) = run_closed(dir.path(), args, true);
+        assert_eq!(code, Some(2), "unread pipe: {args:?}: {stderr}");
+    }
+    // The twins: the report goes where it was asked to.
+    let r = run_stdout(dir.path(), &["check", "--output", "r.txt", "."], None);
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert!(fs::read_to_string(dir.path().join("r.txt"))
+        .unwrap()
+        .contains("unowned-release"));
+    let r = run_stdout(dir.path(), &["check", "."], Some(Path::new("/dev/null")));
+    assert_eq!(r.code, Some(1), "{r:?}");
+    let r = run_stdout(
+        dir.path(),
+        &["annotate", "--purpose", "efficiency", "acquire.rs"],
+        Some(Path::new("/dev/null")),
+    );
+    assert_eq!(r.code, Some(0), "{r:?}");
+}
+
 #[test]
 fn a_huge_jobs_count_is_capped_with_a_note() {
     let dir = repo();

@@ -7,7 +7,6 @@
 //! acquisitions are no longer reported.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::PathBuf;
 
 use crate::app::{self, Failure};
@@ -97,18 +96,10 @@ pub fn run(args: &AnnotateArgs) -> Result<ExitStatus, Failure> {
         annotated += edits.len();
         files += 1;
     }
-    if !diff.is_empty() {
-        let mut out = std::io::stdout().lock();
-        // A context line ` ::error …` is a workflow command once a runner
-        // trims its leading space.
-        let diff = crate::escape::log(&diff, false);
-        match out.write_all(diff.as_bytes()).and_then(|_| out.flush()) {
-            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-                return Err(Failure(e.to_string()))
-            }
-            _ => {}
-        }
-    }
+    // Written as every report is: a context line ` ::error …` is no
+    // workflow command once a runner trims its leading space, and a diff
+    // nobody can read is an error.
+    app::emit(None, &diff)?;
     let n = |k: usize, what: &str| format!("{k} {what}{}", if k == 1 { "" } else { "s" });
     if annotated == 0 {
         eprintln!("every acquisition already has a purpose");
