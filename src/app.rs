@@ -433,16 +433,10 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
                 if seen.contains(&id) {
                     continue;
                 }
-                let Ok(real) = std::fs::canonicalize(&m) else {
-                    continue;
-                };
                 // Inside the declaring file's repository (or, outside one,
-                // its directory): never elsewhere.
-                let dir = path.parent().unwrap_or(Path::new("."));
-                let inside = crate::config::repo_root(dir)
-                    .or_else(|| std::fs::canonicalize(dir).ok())
-                    .is_some_and(|r| real.starts_with(r));
-                let regular = std::fs::metadata(&real).is_ok_and(|md| md.is_file());
+                // its directory): never elsewhere, nor under `.git`.
+                let inside = config::inside_repository(&m, &config::containment_root(&path));
+                let regular = std::fs::metadata(&m).is_ok_and(|md| md.is_file());
                 if !inside || !regular || !seen.insert(id) {
                     continue;
                 }
@@ -594,7 +588,9 @@ fn crate_passes(
         let real = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
         // Never a crate the walk covered, nor one whose `Cargo.toml` lies
         // above the repository: nothing outside it is read.
-        if p.walked_dirs.iter().any(|d| real.starts_with(d)) || !real.starts_with(&p.root) {
+        if p.walked_dirs.iter().any(|d| real.starts_with(d))
+            || !config::inside_repository(&real, &p.root)
+        {
             return Vec::new();
         }
         crate::model::resolve::crate_files_on_disk(
@@ -1048,15 +1044,44 @@ fn emit_report(output: Option<&Path>, text: &str, commands: bool) -> Result<(), 
     }
 }
 
-/// A baseline is read like a config: a regular file, at most 64 MB.
-fn read_baseline(path: &Path) -> Result<Baseline, Failure> {
-    let text = config::read_input(path, config::MAX_BASELINE_BYTES).map_err(|e| {
-        Failure(format!(
-            "{}: cannot read baseline: {e}",
-            crate::escape::path(path)
-        ))
-    })?;
-    Baseline::parse(&text).map_err(|e| Failure(format!("{}: {e}", crate::escape::path(path))))
+/// A baseline is read like a config: a regular file, at most 64 MB. One
+/// named inside the repository (not under `.git`) must resolve inside it
+/// too: a committed symbolic link never leads the read outside or into
+/// `.git`, and a link out reads as no file at all, whether its target
+/// exists or not. One named elsewhere is the caller's choice. Also
+/// returns the text read.
+fn read_baseline(path: &Path, p: &Prepared) -> Result<(Baseline, String), Failure> {
+    let shown = crate::escape::path(path);
+    let cwd = std::fs::canonicalize(&p.cwd).unwrap_or_else(|_| p.cwd.clone());
+    let named_inside = lexically(&cwd.join(path))
+        .strip_prefix(&p.root)
+        .is_ok_and(|rel| !rel.components().any(|c| c.as_os_str() == ".git"));
+    if named_inside && !config::inside_repository(path, &p.root) {
+        return Err(Failure(format!(
+            "{shown}: cannot read baseline: not a regular file inside the repository (a \
+             symbolic link out of it, or into `.git`, is not followed)"
+        )));
+    }
+    let text = config::read_input(path, config::MAX_BASELINE_BYTES)
+        .map_err(|e| Failure(format!("{shown}: cannot read baseline: {e}")))?;
+    let b = Baseline::parse(&text).map_err(|e| Failure(format!("{shown}: {e}")))?;
+    Ok((b, text))
+}
+
+/// `path` with `.` and `..` taken as written, before any link is followed.
+pub(crate) fn lexically(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            c => out.push(c.as_os_str()),
+        }
+    }
+    out
 }
 
 fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
@@ -1125,7 +1150,7 @@ fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
         });
     }
     if let Some(path) = &args.update_baseline {
-        let b = read_baseline(path)?;
+        let (b, _) = read_baseline(path, &prepared)?;
         let before = b.len();
         let (pruned, dropped) = b.prune(&rooted(&audit.findings), &|p| audited.contains(p));
         write_atomic(path, pruned.to_json().as_bytes())?;
@@ -1154,7 +1179,7 @@ fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
     let mut baselined = 0;
     let mut stale = Vec::new();
     if let Some(path) = &args.baseline {
-        let b = read_baseline(path)?;
+        let (b, _) = read_baseline(path, &prepared)?;
         let (kept, matched, unmatched) = b.filter(std::mem::take(&mut audit.findings));
         audit.findings = kept;
         baselined = matched;
@@ -1323,10 +1348,20 @@ fn rules(args: &crate::cli::RulesArgs) -> Result<ExitStatus, Failure> {
     }
     let path = args.config.clone().or_else(|| config::discover(&cwd));
     let settings = match &path {
-        Some(p) => config::load(p, &walk::display_path(p, &cwd)).map_err(|e| {
-            print_yaml_errors(&e);
-            Failure(String::new())
-        })?,
+        Some(p) => {
+            let shown = walk::display_path(p, &cwd);
+            // `--config` is trusted; a discovered config must stay inside
+            // its repository, as in every command.
+            let loaded = if args.config.is_some() {
+                config::load(p, &shown)
+            } else {
+                config::load_discovered(p, &shown)
+            };
+            loaded.map_err(|e| {
+                print_yaml_errors(&e);
+                Failure(String::new())
+            })?
+        }
         None => config::Settings::default(),
     };
     let shown_config = path

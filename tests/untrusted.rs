@@ -526,7 +526,7 @@ fn rule_packs_named_by_a_discovered_config_stay_inside() {
         assert_eq!(r.code, Some(2), "{rules}: {r:?}");
         assert!(
             r.stderr.contains("lockaudit.yaml:2:5: rule pack")
-                && r.stderr.contains("resolves outside the"),
+                && flat(&r.stderr).contains("is not a regular file inside the repository"),
             "{rules}: {r:?}"
         );
         assert!(!r.stderr.contains(SECRET), "{rules}: {r:?}");
@@ -547,6 +547,237 @@ fn rule_packs_named_by_a_discovered_config_stay_inside() {
         &["check", "--config", config.to_str().unwrap(), "."],
     );
     assert_eq!(r.code, Some(1), "{r:?}");
+}
+
+/// stderr with a diagnostic's wrapped lines joined again.
+fn flat(stderr: &str) -> String {
+    stderr.replace("\n  │ ", " ")
+}
+
+/// A config kept outside the repository, linked from its root as
+/// `lockaudit.yaml`: it turns the witness's check off, and quotes a
+/// secret when its YAML error is shown.
+fn config_linked_outside(text: &str) -> (tempfile::TempDir, tempfile::TempDir) {
+    let dir = repo();
+    let outside = tempfile::tempdir().unwrap();
+    fs::write(outside.path().join("lockaudit.yaml"), text).unwrap();
+    symlink(
+        outside.path().join("lockaudit.yaml"),
+        dir.path().join("lockaudit.yaml"),
+    );
+    (dir, outside)
+}
+
+const OFF: &str = "checks:\n  unowned-release: off\n";
+
+/// `rules` and `lsp` discover configs as `check` does, and hold them to
+/// the same containment: a config linked outside is not read.
+#[test]
+fn rules_and_the_language_server_read_no_config_outside_the_repository() {
+    let (dir, _outside) = config_linked_outside(OFF);
+    let r = run(dir.path(), &["rules"]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(r.stderr.contains("outside the repository"), "{r:?}");
+    assert!(!r.stdout.contains("off*"), "{r:?}");
+    let (dir, _outside) = config_linked_outside(&format!("{SECRET}: [\n"));
+    let r = run(dir.path(), &["rules", "--format", "json"]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(
+        !r.stderr.contains(SECRET) && !r.stdout.contains(SECRET),
+        "{r:?}"
+    );
+
+    let (dir, _outside) = config_linked_outside(OFF);
+    let r = lsp(dir.path(), &[("witness.rs", WITNESS.to_string())]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(r.stdout.contains("outside the repository"), "{r:?}");
+    assert!(
+        diagnostics(&r.stdout)
+            .iter()
+            .any(|m| m.contains("witness.rs") && m.contains("unowned-release")),
+        "the defaults apply: {r:?}"
+    );
+    let (dir, _outside) = config_linked_outside(&format!("{SECRET}: [\n"));
+    let r = lsp(dir.path(), &[("witness.rs", WITNESS.to_string())]);
+    assert!(!r.stdout.contains(SECRET), "{r:?}");
+
+    // The twins: a config inside the repository, linked or not, is read.
+    let dir = repo();
+    fs::create_dir(dir.path().join("ci")).unwrap();
+    fs::write(dir.path().join("ci/lockaudit.yaml"), OFF).unwrap();
+    symlink("ci/lockaudit.yaml", dir.path().join("lockaudit.yaml"));
+    let r = run(dir.path(), &["rules"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(r.stdout.contains("off*"), "{r:?}");
+    let r = lsp(dir.path(), &[("witness.rs", WITNESS.to_string())]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(!r.stdout.contains("unowned-release"), "{r:?}");
+}
+
+/// Whether a rule pack outside the repository exists or not, a
+/// discovered config gets the same error: nothing tells it what is on
+/// the runner.
+#[test]
+fn rule_pack_errors_do_not_reveal_what_exists_outside() {
+    let outside = tempfile::tempdir().unwrap();
+    // Names of one length: the error underlines the path.
+    let exists = outside.path().join("present.yaml");
+    fs::write(
+        &exists,
+        "backend: own\ndescription: d\nconsensus: false\napis: []\n",
+    )
+    .unwrap();
+    let missing = outside.path().join("missing.yaml");
+    let error_for = |rule: &str, link: Option<&Path>| {
+        let dir = repo();
+        if let Some(target) = link {
+            symlink(target, dir.path().join("linked.yaml"));
+        }
+        fs::write(
+            dir.path().join("lockaudit.yaml"),
+            format!("rules:\n  - {rule}\n"),
+        )
+        .unwrap();
+        let r = run(dir.path(), &["check", "."]);
+        assert_eq!(r.code, Some(2), "{rule}: {r:?}");
+        r.stderr.replace(rule, "PACK")
+    };
+    let named = error_for(&exists.display().to_string(), None);
+    assert_eq!(named, error_for(&missing.display().to_string(), None));
+    let linked = error_for("linked.yaml", Some(&exists));
+    assert_eq!(linked, error_for("linked.yaml", Some(&missing)));
+    assert_eq!(linked, error_for("linked.yaml", Some(Path::new("/etc"))));
+    // The same answer for a pack missing inside: it says nothing more.
+    assert_eq!(linked, error_for("linked.yaml", None));
+    assert!(
+        flat(&linked).contains("not a regular file inside the repository"),
+        "{linked}"
+    );
+
+    // The twin: a pack inside the repository loads.
+    let dir = repo();
+    fs::create_dir(dir.path().join("packs")).unwrap();
+    fs::copy(&exists, dir.path().join("packs/own.yaml")).unwrap();
+    fs::write(
+        dir.path().join("lockaudit.yaml"),
+        "rules: [packs/own.yaml]\n",
+    )
+    .unwrap();
+    let r = run(dir.path(), &["check", "."]);
+    assert_eq!(r.code, Some(1), "{r:?}");
+}
+
+/// `.git` is not the repository's content: a config, a pack, a baseline
+/// or a module that resolves into it is not read.
+#[test]
+fn files_under_dot_git_are_not_inside_the_repository() {
+    let dir = repo();
+    let git = dir.path().join(".git");
+    fs::write(git.join("lockaudit.yaml"), OFF).unwrap();
+    symlink(".git/lockaudit.yaml", dir.path().join("lockaudit.yaml"));
+    let r = run(dir.path(), &["check", "."]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(flat(&r.stderr).contains("or into its `.git`"), "{r:?}");
+
+    let dir = repo();
+    let git = dir.path().join(".git");
+    fs::write(
+        git.join("pack.yaml"),
+        "backend: own\ndescription: d\nconsensus: false\napis: []\n",
+    )
+    .unwrap();
+    fs::write(
+        dir.path().join("lockaudit.yaml"),
+        "rules: [.git/pack.yaml]\n",
+    )
+    .unwrap();
+    let r = run(dir.path(), &["check", "."]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(
+        flat(&r.stderr).contains("not a regular file inside the repository"),
+        "{r:?}"
+    );
+
+    let dir = repo();
+    let git = dir.path().join(".git");
+    fs::write(git.join("hidden.rs"), WITNESS).unwrap();
+    fs::write(
+        dir.path().join("witness.rs"),
+        "#[path = \".git/hidden.rs\"]\nmod hidden;\n",
+    )
+    .unwrap();
+    let r = run(dir.path(), &["check", "--format", "short", "."]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(!r.stdout.contains("hidden.rs"), "{r:?}");
+    // The twin: the same module outside `.git` is audited.
+    fs::create_dir(dir.path().join("kept")).unwrap();
+    fs::write(dir.path().join("kept/hidden.rs"), WITNESS).unwrap();
+    fs::write(
+        dir.path().join("witness.rs"),
+        "#[path = \"kept/hidden.rs\"]\nmod hidden;\n",
+    )
+    .unwrap();
+    let r = run(dir.path(), &["check", "--format", "short", "witness.rs"]);
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert!(r.stdout.contains("kept/hidden.rs:4:9"), "{r:?}");
+}
+
+/// A committed baseline that links outside the repository, or into
+/// `.git`, is never read (nor echoed); one named outside by the caller
+/// is read.
+#[test]
+fn a_baseline_linked_outside_is_not_read() {
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("secret.json");
+    fs::write(&secret, format!("{{\"{SECRET}\": [1, 2\n")).unwrap();
+    let missing = outside.path().join("missing.json");
+    let mut errors = Vec::new();
+    for target in [
+        secret.as_path(),
+        missing.as_path(),
+        Path::new(".git/b.json"),
+    ] {
+        let dir = repo();
+        fs::write(dir.path().join(".git/b.json"), "{ not json").unwrap();
+        symlink(target, dir.path().join("baseline.json"));
+        for flag in ["--baseline", "--update-baseline"] {
+            let r = run(dir.path(), &["check", flag, "baseline.json", "."]);
+            assert_eq!(r.code, Some(2), "{target:?} {flag}: {r:?}");
+            assert!(!r.stderr.contains(SECRET), "{r:?}");
+            assert!(
+                r.stderr
+                    .contains("not a regular file inside the repository"),
+                "{r:?}"
+            );
+            errors.push(r.stderr);
+        }
+        // Left as it was.
+        assert!(fs::symlink_metadata(dir.path().join("baseline.json"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
+    }
+    assert!(errors.windows(2).all(|w| w[0] == w[1]), "{errors:?}");
+    assert_eq!(
+        fs::read_to_string(&secret).unwrap(),
+        format!("{{\"{SECRET}\": [1, 2\n")
+    );
+
+    // The twins: a link inside the repository, and a file the caller
+    // names outside it, are read.
+    let dir = repo();
+    let r = run(dir.path(), &["check", "--write-baseline", "kept.json", "."]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    symlink("kept.json", dir.path().join("baseline.json"));
+    let r = run(dir.path(), &["check", "--baseline", "baseline.json", "."]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    let elsewhere = outside.path().join("elsewhere.json");
+    fs::copy(dir.path().join("kept.json"), &elsewhere).unwrap();
+    let r = run(
+        dir.path(),
+        &["check", "--baseline", elsewhere.to_str().unwrap(), "."],
+    );
+    assert_eq!(r.code, Some(0), "{r:?}");
 }
 
 #[test]
@@ -809,31 +1040,10 @@ fn long_chains_are_parse_errors_not_aborts() {
 /// The language server parses an editor's buffer through the same guard:
 /// a buffer deep enough to abort is a `parse-error` diagnostic, and the
 /// next buffer is still served.
-#[test]
-fn the_language_server_is_guarded_too() {
-    let dir = repo();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockaudit"));
-    cmd.arg("lsp")
-        .current_dir(dir.path())
-        .env("MALLOC_ARENA_MAX", "2")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // SAFETY: setrlimit is async-signal-safe; nothing else runs between
-    // fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            let lim = libc::rlimit {
-                rlim_cur: MEMORY,
-                rlim_max: MEMORY,
-            };
-            if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn().unwrap();
+/// A language server session in `dir`, under the same cap and guard as
+/// every run: initialize, open each document (a path under `dir`), shut
+/// down. Returns the run, its messages on stdout.
+fn lsp(dir: &Path, docs: &[(&str, String)]) -> Run {
     let mut input = String::new();
     let mut send = |body: serde_json::Value| {
         let text = body.to_string();
@@ -843,21 +1053,8 @@ fn the_language_server_is_guarded_too() {
         serde_json::json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": { "capabilities": {} } }),
     );
     send(serde_json::json!({ "jsonrpc": "2.0", "method": "initialized", "params": {} }));
-    let root = dir.path().display().to_string();
-    for (name, text) in [
-        (
-            "while.rs",
-            format!("{WITNESS}{}", control("while ", 16_000)),
-        ),
-        (
-            "closures.rs",
-            format!(
-                "{WITNESS}pub fn g() {{ let f = {}1; }}\n",
-                "|a, b| ".repeat(16_000)
-            ),
-        ),
-        ("witness.rs", WITNESS.to_string()),
-    ] {
+    let root = dir.display().to_string();
+    for (name, text) in docs {
         send(
             serde_json::json!({ "jsonrpc": "2.0", "method": "textDocument/didOpen", "params": { "textDocument": {
             "uri": format!("file://{root}/{name}"), "languageId": "rust", "version": 1, "text": text } } }),
@@ -865,36 +1062,43 @@ fn the_language_server_is_guarded_too() {
     }
     send(serde_json::json!({ "jsonrpc": "2.0", "id": 2, "method": "shutdown", "params": null }));
     send(serde_json::json!({ "jsonrpc": "2.0", "method": "exit", "params": null }));
-    let mut stdin = child.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || {
-        use std::io::Write;
-        let _ = stdin.write_all(input.as_bytes());
-    });
-    let mut out = child.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut b = String::new();
-        let _ = out.read_to_string(&mut b);
-        b
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if start.elapsed() > TIMEOUT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("lockaudit lsp did not finish in {TIMEOUT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    writer.join().unwrap();
-    let out = reader.join().unwrap();
-    assert_eq!(status.code(), Some(0), "{status:?}\n{out}");
-    let diagnostics: Vec<&str> = out
-        .split("Content-Length")
+    let messages = tempfile::NamedTempFile::new().unwrap();
+    fs::write(messages.path(), input).unwrap();
+    run_with(dir, &["lsp"], |c| {
+        c.stdin(fs::File::open(messages.path()).unwrap());
+    })
+}
+
+/// The `publishDiagnostics` messages of a session.
+fn diagnostics(out: &str) -> Vec<&str> {
+    out.split("Content-Length")
         .filter(|m| m.contains("publishDiagnostics"))
-        .collect();
+        .collect()
+}
+
+#[test]
+fn the_language_server_is_guarded_too() {
+    let dir = repo();
+    let r = lsp(
+        dir.path(),
+        &[
+            (
+                "while.rs",
+                format!("{WITNESS}{}", control("while ", 16_000)),
+            ),
+            (
+                "closures.rs",
+                format!(
+                    "{WITNESS}pub fn g() {{ let f = {}1; }}\n",
+                    "|a, b| ".repeat(16_000)
+                ),
+            ),
+            ("witness.rs", WITNESS.to_string()),
+        ],
+    );
+    let out = &r.stdout;
+    assert_eq!(r.code, Some(0), "{r:?}");
+    let diagnostics = diagnostics(out);
     for name in ["while.rs", "closures.rs"] {
         assert!(
             diagnostics
