@@ -811,161 +811,30 @@ fn fails(findings: &[Finding], fail_on: FailOn) -> bool {
         .any(|f| f.suppressed.is_none() && f.severity >= threshold)
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file in the same
-/// directory, then a rename. An interrupted run leaves the old file or none.
-///
-/// The path may come from a checkout a stranger controls, so nothing is
-/// written through a symbolic link: a link at `path` is replaced by the
-/// report (the rename replaces the link itself, not its target). A device
-/// or FIFO is written in place only when the path names it directly
-/// (`/dev/null`, `/dev/stdout`): renaming a file over a device would
-/// replace the device.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
-    let shown = crate::escape::path(path);
-    let cannot = |e: std::io::Error| Failure(format!("{shown}: cannot write: {e}"));
-    let meta = std::fs::symlink_metadata(path).ok();
-    let is_link = meta.as_ref().is_some_and(|m| m.file_type().is_symlink());
-    if names_a_device(path)
-        || meta
-            .as_ref()
-            .is_some_and(|m| !m.is_file() && !m.is_dir() && !is_link)
-    {
-        return std::fs::OpenOptions::new()
-            .write(true)
-            .open(path)
-            .and_then(|mut f| f.write_all(bytes).and_then(|_| f.flush()))
-            .map_err(cannot);
-    }
-    if meta.as_ref().is_some_and(|m| m.is_dir()) {
-        return Err(Failure(format!("{shown}: cannot write: is a directory")));
-    }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
+/// Writes a report or a baseline through the one writer
+/// ([`crate::write`]); `root`: the repository root, below which no
+/// symbolic link is followed; `read`: what was read from the file before,
+/// which it must still hold.
+pub fn write_atomic(
+    path: &Path,
+    bytes: &[u8],
+    root: &Path,
+    read: Option<&[u8]>,
+) -> Result<(), Failure> {
+    let opts = crate::write::Options {
+        root,
+        read,
+        keep_mode: false,
     };
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(".lockaudit-");
-    // A temporary file is private (0600); the report gets the permissions
-    // of the regular file it replaces, without execute bits, or the umask's
-    // default. A replaced link lends nothing: its target may be a program.
-    let perms = match &meta {
-        Some(m) if m.is_file() => Some(without_exec(m.permissions())),
-        _ => default_permissions(),
-    };
-    if let Some(p) = perms {
-        builder.permissions(p);
-    }
-    if !dir.is_dir() {
-        return Err(Failure(format!(
-            "{shown}: cannot write: the directory {} does not exist",
-            crate::escape::path(&dir)
-        )));
-    }
-    // Errors name the user's path, never the temporary file beside it.
-    let cannot = |e: std::io::Error| {
-        let e = e
-            .raw_os_error()
-            .map(std::io::Error::from_raw_os_error)
-            .unwrap_or_else(|| std::io::Error::from(e.kind()));
-        Failure(format!("{shown}: cannot write: {e}"))
-    };
-    // The handler is in place before the file exists, and the file is
-    // created and listed under the list's lock: a signal at any moment
-    // finds it listed, or waits until it is.
-    Pending::handle_signals();
-    let (mut tmp, pending) = {
-        let mut listed = lock(&PENDING);
-        let tmp = builder.tempfile_in(&dir).map_err(cannot)?;
-        listed.push(tmp.path().to_path_buf());
-        let pending = Pending(tmp.path().to_path_buf());
-        (tmp, pending)
-    };
-    tmp.write_all(bytes)
-        .and_then(|_| tmp.as_file().sync_all())
-        .map_err(cannot)?;
-    write_pause();
-    tmp.persist(path).map_err(|e| cannot(e.error))?;
-    drop(pending);
-    Ok(())
+    crate::write::replace(path, bytes, &opts)
+        .map_err(|e| Failure(format!("{}: cannot write: {e}", crate::escape::path(path))))
 }
 
-/// `LOCKAUDIT_INTERNAL_WRITE_PAUSE_MS=<ms>` holds a written temporary
-/// file that long before it replaces the report: how the tests stop a run
-/// in the middle of the write.
-fn write_pause() {
-    if let Some(ms) = std::env::var("LOCKAUDIT_INTERNAL_WRITE_PAUSE_MS")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-    {
-        std::thread::sleep(std::time::Duration::from_millis(ms.min(60_000)));
-    }
-}
-
-/// Temporary files being written: a run stopped by SIGTERM, SIGINT or
-/// SIGHUP removes them before it dies, so no complete-looking
-/// `.lockaudit-XXXXXX` is left beside the report.
-static PENDING: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
-
-/// One temporary file in [`PENDING`] for as long as it lives.
-struct Pending(PathBuf);
-
-impl Pending {
-    /// Installs, once, the handler that removes the listed files.
-    fn handle_signals() {
-        static HANDLER: std::sync::Once = std::sync::Once::new();
-        HANDLER.call_once(|| {
-            use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-            let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])
-            else {
-                return;
-            };
-            std::thread::spawn(move || {
-                if let Some(sig) = signals.forever().next() {
-                    for p in lock(&PENDING).drain(..) {
-                        let _ = std::fs::remove_file(p);
-                    }
-                    // Die of the signal, as without the handler.
-                    let _ = signal_hook::low_level::emulate_default_handler(sig);
-                    std::process::exit(128 + sig);
-                }
-            });
-        });
-    }
-}
-
-impl Drop for Pending {
-    fn drop(&mut self) {
-        lock(&PENDING).retain(|p| p != &self.0);
-    }
-}
-
-/// `/dev/…` or `/proc/self/fd/…`, named as such on the command line: a
-/// device the caller asked for, written in place even through its links.
-fn names_a_device(path: &Path) -> bool {
-    path.starts_with("/dev") || path.starts_with("/proc/self/fd")
-}
-
-#[cfg(unix)]
-fn without_exec(p: std::fs::Permissions) -> std::fs::Permissions {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::Permissions::from_mode(p.mode() & 0o666)
-}
-
-#[cfg(not(unix))]
-fn without_exec(p: std::fs::Permissions) -> std::fs::Permissions {
-    p
-}
-
-#[cfg(unix)]
-fn default_permissions() -> Option<std::fs::Permissions> {
-    use std::os::unix::fs::PermissionsExt;
-    // Subject to the umask, as for any newly created file.
-    Some(std::fs::Permissions::from_mode(0o666))
-}
-
-#[cfg(not(unix))]
-fn default_permissions() -> Option<std::fs::Permissions> {
-    None
+/// The repository root of a command that prepares no run: the git top
+/// level above the current directory, or the current directory.
+fn cwd_root() -> PathBuf {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    config::repo_root(&cwd).unwrap_or(cwd)
 }
 
 /// Whether standard output was closed when the process started
@@ -999,16 +868,25 @@ fn stdout_closed_at_start() -> bool {
 }
 
 pub(crate) fn emit(output: Option<&Path>, text: &str) -> Result<(), Failure> {
-    emit_report(output, text, false)
+    emit_report(output, None, text, false)
 }
 
 /// Writes the report, made safe for a CI log ([`crate::escape::log`]),
 /// keeping the workflow commands of the `--format github` report
-/// (`commands`); a file gets the same bytes as standard output.
-fn emit_report(output: Option<&Path>, text: &str, commands: bool) -> Result<(), Failure> {
+/// (`commands`); a file gets the same bytes as standard output. `root`:
+/// the run's repository root, else the current directory's.
+fn emit_report(
+    output: Option<&Path>,
+    root: Option<&Path>,
+    text: &str,
+    commands: bool,
+) -> Result<(), Failure> {
     let text = crate::escape::log(text, commands);
     match output {
-        Some(p) => write_atomic(p, text.as_bytes()),
+        Some(p) => match root {
+            Some(r) => write_atomic(p, text.as_bytes(), r, None),
+            None => write_atomic(p, text.as_bytes(), &cwd_root(), None),
+        },
         None if stdout_closed_at_start() && !text.is_empty() => Err(Failure(
             "cannot write the report to standard output: it is closed (use --output FILE)".into(),
         )),
@@ -1134,7 +1012,7 @@ fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
     let audited: BTreeSet<&str> = audit.audited.iter().map(String::as_str).collect();
     if let Some(path) = &args.write_baseline {
         let b = Baseline::from_findings(&rooted(&audit.findings));
-        write_atomic(path, b.to_json().as_bytes())?;
+        write_atomic(path, b.to_json().as_bytes(), &prepared.root, None)?;
         if !args.quiet {
             crate::escape::eprintln(&format!(
                 "wrote {} finding{} to {}",
@@ -1150,10 +1028,15 @@ fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
         });
     }
     if let Some(path) = &args.update_baseline {
-        let (b, _) = read_baseline(path, &prepared)?;
+        let (b, read) = read_baseline(path, &prepared)?;
         let before = b.len();
         let (pruned, dropped) = b.prune(&rooted(&audit.findings), &|p| audited.contains(p));
-        write_atomic(path, pruned.to_json().as_bytes())?;
+        write_atomic(
+            path,
+            pruned.to_json().as_bytes(),
+            &prepared.root,
+            Some(read.as_bytes()),
+        )?;
         if !args.quiet {
             eprintln!(
                 "{}: dropped {} entr{} that no longer occur{}, kept {} of {before}",
@@ -1247,7 +1130,12 @@ fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
     } else {
         report::render(args.format, &audit.findings, &summary, &opts)
     };
-    emit_report(args.output.as_deref(), &text, args.format == Format::Github)?;
+    emit_report(
+        args.output.as_deref(),
+        Some(&prepared.root),
+        &text,
+        args.format == Format::Github,
+    )?;
     if args.format == Format::Github {
         if let Some(file) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|f| !f.is_empty()) {
             let md = report::github_step_summary(&audit.findings, &summary);
@@ -1331,7 +1219,7 @@ fn inventory(args: &InventoryArgs) -> Result<ExitStatus, Failure> {
             crate::inventory::table(&audit.locks, &opts)
         }
     };
-    emit(args.output.as_deref(), &text)?;
+    emit_report(args.output.as_deref(), Some(&prepared.root), &text, false)?;
     Ok(if audit.internal_error || !audit.unreadable.is_empty() {
         ExitStatus::Error
     } else {
@@ -1471,7 +1359,7 @@ fn init(force: bool) -> Result<ExitStatus, Failure> {
             crate::escape::path(path)
         )));
     }
-    write_atomic(path, config::starter().as_bytes())?;
+    write_atomic(path, config::starter().as_bytes(), &cwd_root(), None)?;
     crate::escape::eprintln(&format!("wrote {}", crate::escape::path(path)));
     Ok(ExitStatus::Clean)
 }

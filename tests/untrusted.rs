@@ -231,6 +231,261 @@ fn an_executable_report_loses_its_execute_bits() {
     assert_eq!(mode(&report), 0o644);
 }
 
+/// The fixable project's source: three exact fixes for `check --fix`.
+fn fixable() -> String {
+    fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/projects/fixable/src/lib.rs"),
+    )
+    .unwrap()
+}
+
+/// An acquisition without a purpose, for `annotate --write`.
+const ACQUIRE: &str = "use redis::Commands;\nfn f(con: &mut redis::Connection) -> redis::RedisResult<()> {\n    let _: bool = con.set_nx(\"lock:a\", 1)?;\n    Ok(())\n}\n";
+
+/// A committed link to a directory below the repository root never
+/// redirects a write: not a report, a baseline, a fix or an annotation.
+/// Links outside the repository (the caller's own) are followed.
+#[test]
+fn a_symlinked_parent_directory_never_redirects_a_write() {
+    let dir = repo();
+    let outside = tempfile::tempdir().unwrap();
+    fs::write(outside.path().join("lib.rs"), fixable()).unwrap();
+    fs::write(outside.path().join("acquire.rs"), ACQUIRE).unwrap();
+    symlink(outside.path(), dir.path().join("out"));
+    fs::create_dir(dir.path().join("deep")).unwrap();
+    symlink(outside.path(), dir.path().join("deep/out"));
+    for args in [
+        &["check", "--format", "sarif", "--output", "out/r.sarif", "."][..],
+        &["check", "--output", "deep/out/r.txt", "."],
+        &["check", "--output", "out/../r.txt", "."],
+        &["check", "--write-baseline", "out/b.json", "."],
+        &["inventory", "--output", "out/i.txt", "."],
+    ] {
+        let r = run(dir.path(), args);
+        assert_eq!(r.code, Some(2), "{args:?}: {r:?}");
+        assert!(
+            r.stderr
+                .contains("is a symbolic link inside the repository"),
+            "{args:?}: {r:?}"
+        );
+    }
+    let r = run(dir.path(), &["check", "--fix", "out/lib.rs"]);
+    assert!(
+        r.stderr
+            .contains("out is a symbolic link inside the repository"),
+        "{r:?}"
+    );
+    let r = run(
+        dir.path(),
+        &[
+            "annotate",
+            "--purpose",
+            "efficiency",
+            "--write",
+            "out/acquire.rs",
+        ],
+    );
+    assert_eq!(r.code, Some(2), "{r:?}");
+    let mut left: Vec<String> = fs::read_dir(outside.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["acquire.rs", "lib.rs"]);
+    assert_eq!(
+        fs::read_to_string(outside.path().join("lib.rs")).unwrap(),
+        fixable()
+    );
+    assert_eq!(
+        fs::read_to_string(outside.path().join("acquire.rs")).unwrap(),
+        ACQUIRE
+    );
+    assert!(!dir.path().join("r.txt").exists());
+
+    // The twins: a real directory inside, and a link outside the
+    // repository, are written.
+    fs::create_dir(dir.path().join("reports")).unwrap();
+    let r = run(dir.path(), &["check", "--output", "reports/r.txt", "."]);
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert!(dir.path().join("reports/r.txt").is_file());
+    let caller = tempfile::tempdir().unwrap();
+    symlink(outside.path(), caller.path().join("mine"));
+    let report = caller.path().join("mine/r.txt");
+    let r = run(
+        dir.path(),
+        &["check", "--output", report.to_str().unwrap(), "."],
+    );
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert!(outside.path().join("r.txt").is_file());
+}
+
+/// A read-only file is refused by every writer, and left as it is; a
+/// replaced file keeps its permissions.
+#[test]
+fn read_only_files_are_refused_and_permissions_kept() {
+    let dir = repo();
+    let d = dir.path();
+    fs::write(d.join("lib.rs"), fixable()).unwrap();
+    fs::write(d.join("acquire.rs"), ACQUIRE).unwrap();
+    let r = run(d, &["check", "--write-baseline", "b.json", "."]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    fs::copy(d.join("b.json"), d.join("stale.json")).unwrap();
+    fs::write(d.join("ro.txt"), "kept").unwrap();
+    let read_only = ["ro.txt", "b.json", "stale.json", "lib.rs", "acquire.rs"];
+    for f in read_only {
+        fs::set_permissions(d.join(f), fs::Permissions::from_mode(0o444)).unwrap();
+    }
+    let before: Vec<Vec<u8>> = read_only
+        .iter()
+        .map(|f| fs::read(d.join(f)).unwrap())
+        .collect();
+    for args in [
+        &["check", "--output", "ro.txt", "."][..],
+        &["check", "--write-baseline", "b.json", "."],
+        &["check", "--update-baseline", "stale.json", "."],
+        &[
+            "annotate",
+            "--purpose",
+            "efficiency",
+            "--write",
+            "acquire.rs",
+        ],
+    ] {
+        let r = run(d, args);
+        assert_eq!(r.code, Some(2), "{args:?}: {r:?}");
+        assert!(
+            r.stderr.contains("read-only: not replaced"),
+            "{args:?}: {r:?}"
+        );
+    }
+    let r = run(d, &["check", "--fix", "lib.rs"]);
+    assert!(
+        r.stderr.contains("lib.rs: cannot write: read-only")
+            && r.stderr.contains("applied 0 fixes"),
+        "{r:?}"
+    );
+    for (f, b) in read_only.iter().zip(&before) {
+        assert_eq!(&fs::read(d.join(f)).unwrap(), b, "{f} changed");
+        assert_eq!(mode(&d.join(f)), 0o444, "{f}");
+    }
+
+    // The twins: writable files are replaced and keep their bits.
+    for (f, m) in [
+        ("lib.rs", 0o640),
+        ("acquire.rs", 0o600),
+        ("stale.json", 0o640),
+    ] {
+        fs::set_permissions(d.join(f), fs::Permissions::from_mode(m)).unwrap();
+    }
+    let r = run(d, &["check", "--fix", "lib.rs"]);
+    assert!(r.stderr.contains("applied 3 fixes"), "{r:?}");
+    let r = run(
+        d,
+        &[
+            "annotate",
+            "--purpose",
+            "efficiency",
+            "--write",
+            "acquire.rs",
+        ],
+    );
+    assert_eq!(r.code, Some(0), "{r:?}");
+    let r = run(d, &["check", "--update-baseline", "stale.json", "lib.rs"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert_ne!(fixable(), fs::read_to_string(d.join("lib.rs")).unwrap());
+    assert!(fs::read_to_string(d.join("acquire.rs"))
+        .unwrap()
+        .contains("lock-purpose: efficiency"));
+    assert_eq!(mode(&d.join("lib.rs")), 0o640);
+    assert_eq!(mode(&d.join("acquire.rs")), 0o600);
+    assert_eq!(mode(&d.join("stale.json")), 0o640);
+}
+
+/// Runs lockaudit holding its written temporary file for a while, and
+/// calls `change` once that file exists: the target changes between
+/// the read and the replace.
+fn while_writing(dir: &Path, args: &[&str], change: impl FnOnce()) -> Run {
+    let d = dir.to_path_buf();
+    let a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let runner = std::thread::spawn(move || {
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        run_with(&d, &a, |c| {
+            c.env("LOCKAUDIT_INTERNAL_WRITE_PAUSE_MS", "2000");
+        })
+    });
+    let start = Instant::now();
+    let temporary = || {
+        fs::read_dir(dir)
+            .unwrap()
+            .filter_map(Result::ok)
+            .any(|e| e.file_name().to_string_lossy().starts_with(".lockaudit-"))
+    };
+    while !temporary() {
+        assert!(start.elapsed() < TIMEOUT, "no temporary file appeared");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    change();
+    runner.join().unwrap()
+}
+
+/// A file changed on disk after lockaudit read it (an editor saved it, a
+/// branch was switched) is left alone, not overwritten with edits made
+/// to the old text.
+#[test]
+fn a_file_changed_since_it_was_read_is_left_alone() {
+    let dir = repo();
+    let d = dir.path();
+    let lib = d.join("lib.rs");
+    fs::write(&lib, fixable()).unwrap();
+    let theirs = format!("{}\n// saved meanwhile\n", fixable());
+    let r = while_writing(d, &["check", "--fix", "lib.rs"], || {
+        fs::write(&lib, &theirs).unwrap();
+    });
+    assert!(r.stderr.contains("changed since it was read"), "{r:?}");
+    assert!(r.stderr.contains("applied 0 fixes"), "{r:?}");
+    assert_eq!(fs::read_to_string(&lib).unwrap(), theirs);
+
+    let acquire = d.join("acquire.rs");
+    fs::write(&acquire, ACQUIRE).unwrap();
+    let theirs = format!("{ACQUIRE}// saved meanwhile\n");
+    let r = while_writing(
+        d,
+        &[
+            "annotate",
+            "--purpose",
+            "efficiency",
+            "--write",
+            "acquire.rs",
+        ],
+        || fs::write(&acquire, &theirs).unwrap(),
+    );
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert_eq!(fs::read_to_string(&acquire).unwrap(), theirs);
+
+    let r = run(d, &["check", "--write-baseline", "b.json", "."]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    let baseline = d.join("b.json");
+    let theirs = fs::read_to_string(&baseline)
+        .unwrap()
+        .replacen('{', "{\n", 1);
+    let r = while_writing(
+        d,
+        &["check", "--update-baseline", "b.json", "witness.rs"],
+        || {
+            fs::write(&baseline, &theirs).unwrap();
+        },
+    );
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(r.stderr.contains("changed since it was read"), "{r:?}");
+    assert_eq!(fs::read_to_string(&baseline).unwrap(), theirs);
+
+    // The twin: left to itself, the same fix is applied.
+    fs::write(&lib, fixable()).unwrap();
+    let r = run(d, &["check", "--fix", "lib.rs"]);
+    assert!(r.stderr.contains("applied 3 fixes"), "{r:?}");
+    assert_ne!(fs::read_to_string(&lib).unwrap(), fixable());
+}
+
 // ---------------------------------------------------------------------
 // 3. Every printed path and piece of source text is escaped.
 

@@ -84,7 +84,7 @@ pub fn run(args: &AnnotateArgs) -> Result<ExitStatus, Failure> {
         }
         let refs: Vec<&Edit> = edits.iter().collect();
         if args.write {
-            if let Err(why) = super::fix::rewrite(path, &roots, text, &refs) {
+            if let Err(why) = super::fix::rewrite(path, &roots, &prepared.root, text, &refs) {
                 eprintln!("warning: {}: {why}", escape(shown));
                 failed = true;
                 continue;
