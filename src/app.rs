@@ -269,13 +269,14 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// Where `cwd` sits inside its repository (the nearest ancestor holding
-/// `.git`), with `/` separators; empty outside a repository.
+/// `.git`), with `/` separators, printed as file names are (a backslash in
+/// a name is part of it); empty outside a repository.
 fn repo_prefix(cwd: &Path) -> String {
     let abs = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
     abs.ancestors()
         .find(|d| d.join(".git").exists())
         .and_then(|root| abs.strip_prefix(root).ok())
-        .map(|rel| rel.to_string_lossy().replace('\\', "/"))
+        .map(|rel| walk::printable(rel.as_os_str()))
         .unwrap_or_default()
 }
 
@@ -297,7 +298,7 @@ fn root_prefix(cwd: &Path, scopes: &Scopes) -> String {
         .and_then(|c| c.parent().map(Path::to_path_buf));
     config_dir
         .and_then(|dir| abs.strip_prefix(&dir).ok().map(Path::to_path_buf))
-        .map(|rel| rel.to_string_lossy().replace('\\', "/"))
+        .map(|rel| walk::printable(rel.as_os_str()))
         .unwrap_or_default()
 }
 
@@ -315,15 +316,36 @@ pub fn root_relative(shown: &str, root_prefix: &str, cwd: &Path) -> String {
             ".." => {
                 if parts.pop().is_none() {
                     // Above the root: an absolute path says where it is.
-                    let abs =
-                        std::fs::canonicalize(cwd.join(shown)).unwrap_or_else(|_| cwd.join(shown));
-                    return abs.to_string_lossy().replace('\\', "/");
+                    return above_root(shown, cwd);
                 }
             }
             s => parts.push(s),
         }
     }
     parts.join("/")
+}
+
+/// The absolute path of `shown` (a printed path relative to `cwd`),
+/// printed as file names are.
+fn above_root(shown: &str, cwd: &Path) -> String {
+    if let Ok(real) = std::fs::canonicalize(cwd.join(shown)) {
+        return walk::printable(real.as_os_str());
+    }
+    // `shown` is printed (escaped) already: joined as text.
+    let cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+    let base = walk::printable(cwd.as_os_str());
+    let mut parts: Vec<&str> = base.split('/').filter(|s| !s.is_empty()).collect();
+    for seg in shown.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            s => parts.push(s),
+        }
+    }
+    let lead = if base.starts_with('/') { "/" } else { "" };
+    format!("{lead}{}", parts.join("/"))
 }
 
 /// The outcome of auditing every file.
@@ -1038,14 +1060,14 @@ fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
             Some(read.as_bytes()),
         )?;
         if !args.quiet {
-            eprintln!(
+            crate::escape::eprintln(&format!(
                 "{}: dropped {} entr{} that no longer occur{}, kept {} of {before}",
-                path.display(),
+                crate::escape::path(path),
                 dropped.len(),
                 if dropped.len() == 1 { "y" } else { "ies" },
                 if dropped.len() == 1 { "s" } else { "" },
                 pruned.len(),
-            );
+            ));
             for e in &dropped {
                 crate::escape::eprintln(&format!(
                     "  dropped: {} in {} ({})",
@@ -1145,10 +1167,10 @@ fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
                 .open(&file)
                 .and_then(|mut f| f.write_all(md.as_bytes()));
             if let Err(e) = appended {
-                eprintln!(
+                crate::escape::eprintln(&format!(
                     "warning: cannot write the step summary to {}: {e}",
-                    Path::new(&file).display()
-                );
+                    crate::escape::path(Path::new(&file))
+                ));
             }
         }
     }
@@ -1171,16 +1193,16 @@ fn fix_and_audit_again(
 ) -> Result<Audit, Failure> {
     let applied = crate::commands::fix::apply(prepared, &first, &args.paths)?;
     for s in &applied.skipped {
-        eprintln!("warning: {}", crate::commands::annotate::escape(s));
+        crate::escape::eprintln(&format!("warning: {s}"));
     }
     if !args.quiet {
-        eprintln!(
+        crate::escape::eprintln(&format!(
             "applied {} fix{} in {} file{}",
             applied.fixes,
             if applied.fixes == 1 { "" } else { "es" },
             applied.files,
             report::plural(applied.files)
-        );
+        ));
     }
     if applied.fixes == 0 {
         return Ok(first);

@@ -634,8 +634,12 @@ fn annotate_diff_context_lines_are_no_commands() {
     let dir = repo();
     fs::write(
         dir.path().join("ctx.rs"),
-        "use redis::Commands;\nconst S: &str = r\"\n::error file=README.md::FORGED\n##[warning]FORGED\n\";\n\
-         fn f(con: &mut redis::Connection) -> redis::RedisResult<()> {\n    let _: bool = con.set_nx(\"lock:a\", 1)?;\n    Ok(())\n}\n",
+        // The hostile lines are the diff's context: the three lines above
+        // the acquisition and the two below it.
+        "use redis::Commands;\nfn f(con: &mut redis::Connection) -> redis::RedisResult<()> {\n    let _s = r\"\n\
+         ::error file=README.md::FORGED\n\u{3000}::error::WIDE\n\u{a0}\t::warning::NBSP\";\n\
+         \x20   let _: bool = con.set_nx(\"lock:a\", 1)?;\n\
+         \x20   let _t = \"##[warning]FORGED \u{e0041}\u{2066}\u{fe0f}\";\n    Ok(())\n}\n",
     )
     .unwrap();
     let r = run(
@@ -645,6 +649,151 @@ fn annotate_diff_context_lines_are_no_commands() {
     assert!(r.stdout.contains("lock-purpose"), "{r:?}");
     assert_no_command("annotate", &r.raw_stdout, false);
     assert_no_command("annotate", &r.raw_stderr, false);
+    assert_no_invisible("annotate", &r.stdout);
+    // Shown, escaped, in the diff's context lines.
+    for shown in [
+        "\\x3a:error::WIDE",
+        "\\x3a:warning::NBSP",
+        "\\x3a:error file=README.md::FORGED",
+        "#\\x23[warning]FORGED \\u{e0041}\\u{2066}\\u{fe0f}",
+    ] {
+        assert!(r.stdout.contains(shown), "{shown}: {r:?}");
+    }
+}
+
+/// No character that shows nothing or reorders its neighbours: Unicode
+/// format characters (tags, bidi controls, zero-width) and the rest of
+/// the default-ignorable code points.
+fn assert_no_invisible(what: &str, text: &str) {
+    let bad = text.chars().find(|&c| {
+        matches!(c,
+            '\u{00ad}' | '\u{034f}' | '\u{061c}' | '\u{115f}' | '\u{1160}' | '\u{17b4}' | '\u{17b5}'
+            | '\u{180b}'..='\u{180f}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
+            | '\u{2060}'..='\u{206f}' | '\u{3164}' | '\u{fe00}'..='\u{fe0f}' | '\u{feff}'
+            | '\u{ffa0}' | '\u{e0000}'..='\u{e0fff}')
+    });
+    assert!(bad.is_none(), "{what}: a raw {bad:?}:\n{text}");
+}
+
+/// `--update-baseline` names what it drops: the baseline's path and its
+/// entries are escaped like every other text bound for a CI log.
+#[test]
+fn update_baseline_prints_dropped_entries_escaped() {
+    let dir = repo();
+    let name = "b##[stop-commands]\u{e0041}.json";
+    let entry = |check: &str, path: &str, message: &str| serde_json::json!({ "fingerprint": "0000000000000001", "check": check, "path": path, "message": message });
+    let baseline = serde_json::json!({ "version": 1, "findings": [
+        entry("unowned-release", "witness.rs", "gone\n::error file=README.md::FORGED \u{2028}##[warning]x \u{e0041}\u{202e}"),
+        entry("::error::c", "witness.rs", "m"),
+    ]});
+    fs::write(dir.path().join(name), baseline.to_string()).unwrap();
+    let r = run(dir.path(), &["check", "--update-baseline", name, "."]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(r.stderr.contains("dropped 2 entries"), "{r:?}");
+    assert!(
+        r.stderr
+            .contains("b#\\x23[stop-commands]\\u{e0041}.json: dropped"),
+        "{r:?}"
+    );
+    assert!(
+        r.stderr.contains("gone\\n::error file=README.md::FORGED"),
+        "{r:?}"
+    );
+    assert_no_command("stderr", &r.raw_stderr, false);
+    assert_no_forged_line("stderr", &r.raw_stderr);
+    assert_no_invisible("stderr", &r.stderr);
+}
+
+/// A backslash in a directory name is part of the name on Unix: the
+/// directory a run starts in, a repository's parent and a file above the
+/// root keep it in every machine-readable path, never as a `/`.
+#[test]
+fn backslashes_in_directory_names_are_never_folder_separators() {
+    let top = tempfile::tempdir().unwrap();
+    let parent = top.path().join("p\\q");
+    let repo = parent.join("repo");
+    let sub = repo.join("x\\y");
+    fs::create_dir_all(repo.join(".git")).unwrap();
+    fs::create_dir_all(&sub).unwrap();
+    fs::write(sub.join("w.rs"), WITNESS).unwrap();
+    fs::write(parent.join("a\\b.rs"), WITNESS).unwrap();
+    let r = run(&sub, &["check", "--format", "json", ".", "../../a\\b.rs"]);
+    assert_eq!(r.code, Some(1), "{r:?}");
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let paths: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert!(paths.contains(&"x\\\\y/w.rs"), "{paths:?}");
+    let above = format!(
+        "{}/p\\\\q/a\\\\b.rs",
+        fs::canonicalize(top.path()).unwrap().display()
+    );
+    assert!(paths.contains(&above.as_str()), "{paths:?}");
+    let r = run(&sub, &["check", "--format", "sarif", "."]);
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert!(r.stdout.contains("/p%5Cq/repo/\""), "{}", r.stdout);
+    assert!(!r.stdout.contains("/p/q/"), "{}", r.stdout);
+    // The twin: plain names are as they were.
+    fs::create_dir(repo.join("plain")).unwrap();
+    fs::write(repo.join("plain/w.rs"), WITNESS).unwrap();
+    let r = run(&repo.join("plain"), &["check", "--format", "json", "."]);
+    assert!(r.stdout.contains("\"path\": \"plain/w.rs\""), "{r:?}");
+}
+
+/// Names holding invisible characters are shown escaped in every format.
+#[test]
+fn invisible_characters_in_names_are_escaped_everywhere() {
+    let dir = repo();
+    for name in [
+        "tag\u{e0041}.rs",
+        "vs\u{fe0f}.rs",
+        "iso\u{2066}.rs",
+        "fill\u{3164}.rs",
+    ] {
+        fs::write(dir.path().join(name), WITNESS).unwrap();
+    }
+    for format in ["human", "short", "table", "json", "sarif", "github"] {
+        let r = run(dir.path(), &["check", "--format", format, "."]);
+        assert_eq!(r.code, Some(1), "{format}: {r:?}");
+        assert_no_invisible(format, &r.stdout);
+        assert_no_invisible(format, &r.stderr);
+    }
+    let r = run(dir.path(), &["check", "--format", "short", "."]);
+    assert!(r.stdout.contains("tag\\u{e0041}.rs:4:9"), "{r:?}");
+    assert!(r.stdout.contains("witness.rs:4:9"), "{r:?}");
+}
+
+/// The step summary links nothing: no Markdown link or image, and no
+/// bare address GitHub's Markdown would turn into a link.
+#[test]
+fn the_step_summary_links_nothing() {
+    let dir = repo();
+    fs::write(
+        dir.path().join("keys.rs"),
+        "use redis::Commands;\nfn release_lock(con: &mut redis::Connection) -> redis::RedisResult<()> {\n    \
+         con.del(\"me@evil.com www.evil.com https://evil.example [a](https://e.x) ![i](u) <https://e.x>\")?;\n    Ok(())\n}\n",
+    )
+    .unwrap();
+    let summary = dir.path().join("../summary-links.md");
+    let r = run_with(dir.path(), &["check", "--format", "github", "."], |c| {
+        c.env("GITHUB_STEP_SUMMARY", &summary);
+    });
+    assert_eq!(r.code, Some(1), "{r:?}");
+    let md = fs::read_to_string(&summary).unwrap();
+    let _ = fs::remove_file(&summary);
+    assert!(md.contains("| keys.rs:3:9 |"), "{md}");
+    for linked in ["https:", "http:", "www.", "](", "![", "<https"] {
+        assert!(!md.contains(linked), "`{linked}` in the summary:\n{md}");
+    }
+    assert!(
+        md.matches('@').count() == md.matches("<wbr>@").count(),
+        "{md}"
+    );
+    // The twin: the findings are all there.
+    assert!(md.contains("| witness.rs:4:9 |"), "{md}");
 }
 
 #[test]
