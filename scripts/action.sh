@@ -4,8 +4,8 @@
 # record the exit code in $GITHUB_OUTPUT for the action's last step.
 #
 # Inputs (environment): INPUT_VERSION, INPUT_CHECKSUM (the SHA-256 the
-# release archive must have, or empty), INPUT_PATHS, INPUT_ARGS (white
-# space separated), INPUT_SARIF (`true`/`false`), INPUT_NEW_SINCE (a git
+# release archive must have, or empty), INPUT_PATHS, INPUT_ARGS (one line
+# separated by white space, or one item per line), INPUT_SARIF (`true`/`false`), INPUT_NEW_SINCE (a git
 # revision or empty). LOCKAUDIT_BIN: use this binary instead of
 # downloading one (how the test suite runs this script).
 #
@@ -113,8 +113,33 @@ if [ -n "${GITHUB_PATH:-}" ]; then
     dirname "$BIN" >>"$GITHUB_PATH"
 fi
 
-read -r -a PATHS <<<"${INPUT_PATHS:-.}"
-read -r -a ARGS <<<"${INPUT_ARGS:-}"
+# Prints the items of a multi-line input, each followed by a NUL byte.
+# One line: the items are separated by white space. Several lines: one
+# item per line (so a path may hold spaces), leading and trailing white
+# space trimmed. Blank lines are ignored, and nothing is globbed or
+# evaluated.
+items() {
+    local text=${1//$'\r'/} line lines=0
+    local -a words
+    while IFS= read -r line || [ -n "$line" ]; do
+        case "$line" in *[![:space:]]*) lines=$((lines + 1)) ;; esac
+    done <<<"$text"
+    while IFS= read -r line || [ -n "$line" ]; do
+        if [ "$lines" -le 1 ]; then
+            read -r -a words <<<"$line" || true
+            for line in ${words[@]+"${words[@]}"}; do printf '%s\0' "$line"; done
+        else
+            line=${line#"${line%%[![:space:]]*}"}
+            line=${line%"${line##*[![:space:]]}"}
+            [ -z "$line" ] || printf '%s\0' "$line"
+        fi
+    done <<<"$text"
+}
+
+PATHS=()
+while IFS= read -r -d '' item; do PATHS+=("$item"); done < <(items "${INPUT_PATHS:-.}")
+ARGS=()
+while IFS= read -r -d '' item; do ARGS+=("$item"); done < <(items "${INPUT_ARGS:-}")
 [ "${#PATHS[@]}" -gt 0 ] || PATHS=(.)
 
 if [ "${INPUT_SARIF:-false}" = true ]; then

@@ -268,13 +268,14 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// Where `cwd` sits inside its repository (the nearest ancestor holding
-/// `.git`), with `/` separators; empty outside a repository.
+/// `.git`), with `/` separators, printed as file names are (a backslash in
+/// a name is part of it); empty outside a repository.
 fn repo_prefix(cwd: &Path) -> String {
     let abs = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
     abs.ancestors()
         .find(|d| d.join(".git").exists())
         .and_then(|root| abs.strip_prefix(root).ok())
-        .map(|rel| rel.to_string_lossy().replace('\\', "/"))
+        .map(|rel| walk::printable(rel.as_os_str()))
         .unwrap_or_default()
 }
 
@@ -296,7 +297,7 @@ fn root_prefix(cwd: &Path, scopes: &Scopes) -> String {
         .and_then(|c| c.parent().map(Path::to_path_buf));
     config_dir
         .and_then(|dir| abs.strip_prefix(&dir).ok().map(Path::to_path_buf))
-        .map(|rel| rel.to_string_lossy().replace('\\', "/"))
+        .map(|rel| walk::printable(rel.as_os_str()))
         .unwrap_or_default()
 }
 
@@ -314,15 +315,36 @@ pub fn root_relative(shown: &str, root_prefix: &str, cwd: &Path) -> String {
             ".." => {
                 if parts.pop().is_none() {
                     // Above the root: an absolute path says where it is.
-                    let abs =
-                        std::fs::canonicalize(cwd.join(shown)).unwrap_or_else(|_| cwd.join(shown));
-                    return abs.to_string_lossy().replace('\\', "/");
+                    return above_root(shown, cwd);
                 }
             }
             s => parts.push(s),
         }
     }
     parts.join("/")
+}
+
+/// The absolute path of `shown` (a printed path relative to `cwd`),
+/// printed as file names are.
+fn above_root(shown: &str, cwd: &Path) -> String {
+    if let Ok(real) = std::fs::canonicalize(cwd.join(shown)) {
+        return walk::printable(real.as_os_str());
+    }
+    // `shown` is printed (escaped) already: joined as text.
+    let cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+    let base = walk::printable(cwd.as_os_str());
+    let mut parts: Vec<&str> = base.split('/').filter(|s| !s.is_empty()).collect();
+    for seg in shown.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            s => parts.push(s),
+        }
+    }
+    let lead = if base.starts_with('/') { "/" } else { "" };
+    format!("{lead}{}", parts.join("/"))
 }
 
 /// The outcome of auditing every file.
@@ -434,16 +456,10 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
                 if seen.contains(&id) {
                     continue;
                 }
-                let Ok(real) = std::fs::canonicalize(&m) else {
-                    continue;
-                };
                 // Inside the declaring file's repository (or, outside one,
-                // its directory): never elsewhere.
-                let dir = path.parent().unwrap_or(Path::new("."));
-                let inside = crate::config::repo_root(dir)
-                    .or_else(|| std::fs::canonicalize(dir).ok())
-                    .is_some_and(|r| real.starts_with(r));
-                let regular = std::fs::metadata(&real).is_ok_and(|md| md.is_file());
+                // its directory): never elsewhere, nor under `.git`.
+                let inside = config::inside_repository(&m, &config::containment_root(&path));
+                let regular = std::fs::metadata(&m).is_ok_and(|md| md.is_file());
                 if !inside || !regular || !seen.insert(id) {
                     continue;
                 }
@@ -598,7 +614,9 @@ fn crate_passes(
         let real = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
         // Never a crate the walk covered, nor one whose `Cargo.toml` lies
         // above the repository: nothing outside it is read.
-        if p.walked_dirs.iter().any(|d| real.starts_with(d)) || !real.starts_with(&p.root) {
+        if p.walked_dirs.iter().any(|d| real.starts_with(d))
+            || !config::inside_repository(&real, &p.root)
+        {
             return Vec::new();
         }
         crate::model::resolve::crate_files_on_disk(
@@ -819,174 +837,85 @@ fn fails(findings: &[Finding], fail_on: FailOn) -> bool {
         .any(|f| f.suppressed.is_none() && f.severity >= threshold)
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file in the same
-/// directory, then a rename. An interrupted run leaves the old file or none.
-///
-/// The path may come from a checkout a stranger controls, so nothing is
-/// written through a symbolic link: a link at `path` is replaced by the
-/// report (the rename replaces the link itself, not its target). A device
-/// or FIFO is written in place only when the path names it directly
-/// (`/dev/null`, `/dev/stdout`): renaming a file over a device would
-/// replace the device.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
-    let shown = crate::escape::path(path);
-    let cannot = |e: std::io::Error| Failure(format!("{shown}: cannot write: {e}"));
-    let meta = std::fs::symlink_metadata(path).ok();
-    let is_link = meta.as_ref().is_some_and(|m| m.file_type().is_symlink());
-    if names_a_device(path)
-        || meta
-            .as_ref()
-            .is_some_and(|m| !m.is_file() && !m.is_dir() && !is_link)
-    {
-        return std::fs::OpenOptions::new()
-            .write(true)
-            .open(path)
-            .and_then(|mut f| f.write_all(bytes).and_then(|_| f.flush()))
-            .map_err(cannot);
-    }
-    if meta.as_ref().is_some_and(|m| m.is_dir()) {
-        return Err(Failure(format!("{shown}: cannot write: is a directory")));
-    }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
+/// Writes a report or a baseline through the one writer
+/// ([`crate::write`]); `root`: the repository root, below which no
+/// symbolic link is followed; `read`: what was read from the file before,
+/// which it must still hold.
+pub fn write_atomic(
+    path: &Path,
+    bytes: &[u8],
+    root: &Path,
+    read: Option<&[u8]>,
+) -> Result<(), Failure> {
+    let opts = crate::write::Options {
+        root,
+        read,
+        keep_mode: false,
     };
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(".lockaudit-");
-    // A temporary file is private (0600); the report gets the permissions
-    // of the regular file it replaces, without execute bits, or the umask's
-    // default. A replaced link lends nothing: its target may be a program.
-    let perms = match &meta {
-        Some(m) if m.is_file() => Some(without_exec(m.permissions())),
-        _ => default_permissions(),
-    };
-    if let Some(p) = perms {
-        builder.permissions(p);
-    }
-    if !dir.is_dir() {
-        return Err(Failure(format!(
-            "{shown}: cannot write: the directory {} does not exist",
-            crate::escape::path(&dir)
-        )));
-    }
-    // Errors name the user's path, never the temporary file beside it.
-    let cannot = |e: std::io::Error| {
-        let e = e
-            .raw_os_error()
-            .map(std::io::Error::from_raw_os_error)
-            .unwrap_or_else(|| std::io::Error::from(e.kind()));
-        Failure(format!("{shown}: cannot write: {e}"))
-    };
-    // The handler is in place before the file exists, and the file is
-    // created and listed under the list's lock: a signal at any moment
-    // finds it listed, or waits until it is.
-    Pending::handle_signals();
-    let (mut tmp, pending) = {
-        let mut listed = lock(&PENDING);
-        let tmp = builder.tempfile_in(&dir).map_err(cannot)?;
-        listed.push(tmp.path().to_path_buf());
-        let pending = Pending(tmp.path().to_path_buf());
-        (tmp, pending)
-    };
-    tmp.write_all(bytes)
-        .and_then(|_| tmp.as_file().sync_all())
-        .map_err(cannot)?;
-    write_pause();
-    tmp.persist(path).map_err(|e| cannot(e.error))?;
-    drop(pending);
-    Ok(())
+    crate::write::replace(path, bytes, &opts)
+        .map_err(|e| Failure(format!("{}: cannot write: {e}", crate::escape::path(path))))
 }
 
-/// `LOCKAUDIT_INTERNAL_WRITE_PAUSE_MS=<ms>` holds a written temporary
-/// file that long before it replaces the report: how the tests stop a run
-/// in the middle of the write.
-fn write_pause() {
-    if let Some(ms) = std::env::var("LOCKAUDIT_INTERNAL_WRITE_PAUSE_MS")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-    {
-        std::thread::sleep(std::time::Duration::from_millis(ms.min(60_000)));
-    }
+/// The repository root of a command that prepares no run: the git top
+/// level above the current directory, or the current directory.
+fn cwd_root() -> PathBuf {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    config::repo_root(&cwd).unwrap_or(cwd)
 }
 
-/// Temporary files being written: a run stopped by SIGTERM, SIGINT or
-/// SIGHUP removes them before it dies, so no complete-looking
-/// `.lockaudit-XXXXXX` is left beside the report.
-static PENDING: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+/// Whether standard output was closed when the process started
+/// (`lockaudit check >&-`). The Rust runtime then opens `/dev/null` in its
+/// place before `main`, where a report would be lost without a word; a
+/// constructor, which runs before the runtime does, remembers it.
+static STDOUT_CLOSED_AT_START: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
 
-/// One temporary file in [`PENDING`] for as long as it lives.
-struct Pending(PathBuf);
+#[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
+#[used]
+#[cfg_attr(
+    any(target_os = "linux", target_os = "android"),
+    link_section = ".init_array"
+)]
+#[cfg_attr(target_vendor = "apple", link_section = "__DATA,__mod_init_func")]
+static RECORD_STDOUT: extern "C" fn() = record_stdout;
 
-impl Pending {
-    /// Installs, once, the handler that removes the listed files.
-    fn handle_signals() {
-        static HANDLER: std::sync::Once = std::sync::Once::new();
-        HANDLER.call_once(|| {
-            use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-            let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])
-            else {
-                return;
-            };
-            std::thread::spawn(move || {
-                if let Some(sig) = signals.forever().next() {
-                    for p in lock(&PENDING).drain(..) {
-                        let _ = std::fs::remove_file(p);
-                    }
-                    // Die of the signal, as without the handler.
-                    let _ = signal_hook::low_level::emulate_default_handler(sig);
-                    std::process::exit(128 + sig);
-                }
-            });
-        });
-    }
+#[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
+extern "C" fn record_stdout() {
+    // SAFETY: `fcntl(F_GETFD)` only asks whether descriptor 1 is open.
+    let closed = unsafe { libc::fcntl(1, libc::F_GETFD) } == -1;
+    STDOUT_CLOSED_AT_START.store(closed, std::sync::atomic::Ordering::Relaxed);
 }
 
-impl Drop for Pending {
-    fn drop(&mut self) {
-        lock(&PENDING).retain(|p| p != &self.0);
-    }
+fn stdout_closed_at_start() -> bool {
+    // Named here, so the constructor is linked wherever this is.
+    #[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
+    std::hint::black_box(&RECORD_STDOUT);
+    STDOUT_CLOSED_AT_START.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-/// `/dev/…` or `/proc/self/fd/…`, named as such on the command line: a
-/// device the caller asked for, written in place even through its links.
-fn names_a_device(path: &Path) -> bool {
-    path.starts_with("/dev") || path.starts_with("/proc/self/fd")
-}
-
-#[cfg(unix)]
-fn without_exec(p: std::fs::Permissions) -> std::fs::Permissions {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::Permissions::from_mode(p.mode() & 0o666)
-}
-
-#[cfg(not(unix))]
-fn without_exec(p: std::fs::Permissions) -> std::fs::Permissions {
-    p
-}
-
-#[cfg(unix)]
-fn default_permissions() -> Option<std::fs::Permissions> {
-    use std::os::unix::fs::PermissionsExt;
-    // Subject to the umask, as for any newly created file.
-    Some(std::fs::Permissions::from_mode(0o666))
-}
-
-#[cfg(not(unix))]
-fn default_permissions() -> Option<std::fs::Permissions> {
-    None
-}
-
-fn emit(output: Option<&Path>, text: &str) -> Result<(), Failure> {
-    emit_report(output, text, false)
+pub(crate) fn emit(output: Option<&Path>, text: &str) -> Result<(), Failure> {
+    emit_report(output, None, text, false)
 }
 
 /// Writes the report, made safe for a CI log ([`crate::escape::log`]),
 /// keeping the workflow commands of the `--format github` report
-/// (`commands`); a file gets the same bytes as standard output.
-fn emit_report(output: Option<&Path>, text: &str, commands: bool) -> Result<(), Failure> {
+/// (`commands`); a file gets the same bytes as standard output. `root`:
+/// the run's repository root, else the current directory's.
+fn emit_report(
+    output: Option<&Path>,
+    root: Option<&Path>,
+    text: &str,
+    commands: bool,
+) -> Result<(), Failure> {
     let text = crate::escape::log(text, commands);
     match output {
-        Some(p) => write_atomic(p, text.as_bytes()),
+        Some(p) => match root {
+            Some(r) => write_atomic(p, text.as_bytes(), r, None),
+            None => write_atomic(p, text.as_bytes(), &cwd_root(), None),
+        },
+        None if stdout_closed_at_start() && !text.is_empty() => Err(Failure(
+            "cannot write the report to standard output: it is closed (use --output FILE)".into(),
+        )),
         None => {
             let mut out = std::io::stdout().lock();
             let mut written = 0;
@@ -1010,22 +939,53 @@ fn emit_report(output: Option<&Path>, text: &str, commands: bool) -> Result<(), 
             }
             match out.flush() {
                 Ok(()) => Ok(()),
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-                Err(e) => Err(Failure(e.to_string())),
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe && written > 0 => Ok(()),
+                Err(e) => Err(Failure(format!(
+                    "cannot write the report to standard output: {e} (use --output FILE)"
+                ))),
             }
         }
     }
 }
 
-/// A baseline is read like a config: a regular file, at most 64 MB.
-fn read_baseline(path: &Path) -> Result<Baseline, Failure> {
-    let text = config::read_input(path, config::MAX_BASELINE_BYTES).map_err(|e| {
-        Failure(format!(
-            "{}: cannot read baseline: {e}",
-            crate::escape::path(path)
-        ))
-    })?;
-    Baseline::parse(&text).map_err(|e| Failure(format!("{}: {e}", crate::escape::path(path))))
+/// A baseline is read like a config: a regular file, at most 64 MB. One
+/// named inside the repository (not under `.git`) must resolve inside it
+/// too: a committed symbolic link never leads the read outside or into
+/// `.git`, and a link out reads as no file at all, whether its target
+/// exists or not. One named elsewhere is the caller's choice. Also
+/// returns the text read.
+fn read_baseline(path: &Path, p: &Prepared) -> Result<(Baseline, String), Failure> {
+    let shown = crate::escape::path(path);
+    let cwd = std::fs::canonicalize(&p.cwd).unwrap_or_else(|_| p.cwd.clone());
+    let named_inside = lexically(&cwd.join(path))
+        .strip_prefix(&p.root)
+        .is_ok_and(|rel| !rel.components().any(|c| c.as_os_str() == ".git"));
+    if named_inside && !config::inside_repository(path, &p.root) {
+        return Err(Failure(format!(
+            "{shown}: cannot read baseline: not a regular file inside the repository (a \
+             symbolic link out of it, or into `.git`, is not followed)"
+        )));
+    }
+    let text = config::read_input(path, config::MAX_BASELINE_BYTES)
+        .map_err(|e| Failure(format!("{shown}: cannot read baseline: {e}")))?;
+    let b = Baseline::parse(&text).map_err(|e| Failure(format!("{shown}: {e}")))?;
+    Ok((b, text))
+}
+
+/// `path` with `.` and `..` taken as written, before any link is followed.
+pub(crate) fn lexically(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            c => out.push(c.as_os_str()),
+        }
+    }
+    out
 }
 
 /// The paths of the packages the cargo flags choose, in place of the
@@ -1116,7 +1076,7 @@ fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
     let audited: BTreeSet<&str> = audit.audited.iter().map(String::as_str).collect();
     if let Some(path) = &args.write_baseline {
         let b = Baseline::from_findings(&rooted(&audit.findings));
-        write_atomic(path, b.to_json().as_bytes())?;
+        write_atomic(path, b.to_json().as_bytes(), &prepared.root, None)?;
         if !args.quiet {
             crate::escape::eprintln(&format!(
                 "wrote {} finding{} to {}",
@@ -1132,19 +1092,24 @@ fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
         });
     }
     if let Some(path) = &args.update_baseline {
-        let b = read_baseline(path)?;
+        let (b, read) = read_baseline(path, &prepared)?;
         let before = b.len();
         let (pruned, dropped) = b.prune(&rooted(&audit.findings), &|p| audited.contains(p));
-        write_atomic(path, pruned.to_json().as_bytes())?;
+        write_atomic(
+            path,
+            pruned.to_json().as_bytes(),
+            &prepared.root,
+            Some(read.as_bytes()),
+        )?;
         if !args.quiet {
-            eprintln!(
+            crate::escape::eprintln(&format!(
                 "{}: dropped {} entr{} that no longer occur{}, kept {} of {before}",
-                path.display(),
+                crate::escape::path(path),
                 dropped.len(),
                 if dropped.len() == 1 { "y" } else { "ies" },
                 if dropped.len() == 1 { "s" } else { "" },
                 pruned.len(),
-            );
+            ));
             for e in &dropped {
                 crate::escape::eprintln(&format!(
                     "  dropped: {} in {} ({})",
@@ -1161,7 +1126,7 @@ fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
     let mut baselined = 0;
     let mut stale = Vec::new();
     if let Some(path) = &args.baseline {
-        let b = read_baseline(path)?;
+        let (b, _) = read_baseline(path, &prepared)?;
         let (kept, matched, unmatched) = b.filter(std::mem::take(&mut audit.findings));
         audit.findings = kept;
         baselined = matched;
@@ -1229,7 +1194,12 @@ fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
     } else {
         report::render(args.format, &audit.findings, &summary, &opts)
     };
-    emit_report(args.output.as_deref(), &text, args.format == Format::Github)?;
+    emit_report(
+        args.output.as_deref(),
+        Some(&prepared.root),
+        &text,
+        args.format == Format::Github,
+    )?;
     if args.format == Format::Github {
         if let Some(file) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|f| !f.is_empty()) {
             let md = report::github_step_summary(&audit.findings, &summary);
@@ -1239,10 +1209,10 @@ fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
                 .open(&file)
                 .and_then(|mut f| f.write_all(md.as_bytes()));
             if let Err(e) = appended {
-                eprintln!(
+                crate::escape::eprintln(&format!(
                     "warning: cannot write the step summary to {}: {e}",
-                    Path::new(&file).display()
-                );
+                    crate::escape::path(Path::new(&file))
+                ));
             }
         }
     }
@@ -1265,16 +1235,16 @@ fn fix_and_audit_again(
 ) -> Result<Audit, Failure> {
     let applied = crate::commands::fix::apply(prepared, &first, &args.paths)?;
     for s in &applied.skipped {
-        eprintln!("warning: {}", crate::commands::annotate::escape(s));
+        crate::escape::eprintln(&format!("warning: {s}"));
     }
     if !args.quiet {
-        eprintln!(
+        crate::escape::eprintln(&format!(
             "applied {} fix{} in {} file{}",
             applied.fixes,
             if applied.fixes == 1 { "" } else { "es" },
             applied.files,
             report::plural(applied.files)
-        );
+        ));
     }
     if applied.fixes == 0 {
         return Ok(first);
@@ -1315,7 +1285,7 @@ fn inventory(args: &InventoryArgs) -> Result<ExitStatus, Failure> {
             crate::inventory::table(&audit.locks, &opts)
         }
     };
-    emit(args.output.as_deref(), &text)?;
+    emit_report(args.output.as_deref(), Some(&prepared.root), &text, false)?;
     Ok(if audit.internal_error || !audit.unreadable.is_empty() {
         ExitStatus::Error
     } else {
@@ -1332,10 +1302,20 @@ fn rules(args: &crate::cli::RulesArgs) -> Result<ExitStatus, Failure> {
     }
     let path = args.config.clone().or_else(|| config::discover(&cwd));
     let settings = match &path {
-        Some(p) => config::load(p, &walk::display_path(p, &cwd)).map_err(|e| {
-            print_yaml_errors(&e);
-            Failure(String::new())
-        })?,
+        Some(p) => {
+            let shown = walk::display_path(p, &cwd);
+            // `--config` is trusted; a discovered config must stay inside
+            // its repository, as in every command.
+            let loaded = if args.config.is_some() {
+                config::load(p, &shown)
+            } else {
+                config::load_discovered(p, &shown)
+            };
+            loaded.map_err(|e| {
+                print_yaml_errors(&e);
+                Failure(String::new())
+            })?
+        }
         None => config::Settings::default(),
     };
     let shown_config = path
@@ -1445,7 +1425,7 @@ fn init(force: bool) -> Result<ExitStatus, Failure> {
             crate::escape::path(path)
         )));
     }
-    write_atomic(path, config::starter().as_bytes())?;
+    write_atomic(path, config::starter().as_bytes(), &cwd_root(), None)?;
     crate::escape::eprintln(&format!("wrote {}", crate::escape::path(path)));
     Ok(ExitStatus::Clean)
 }

@@ -23,21 +23,41 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
 
-/// Whether `c` is shown escaped.
+/// Whether `c` is shown escaped: control characters, the line and
+/// paragraph separators, and every character that is invisible or changes
+/// how its neighbours show: Unicode's format characters (zero-width
+/// spaces and joiners, bidirectional marks, overrides and isolates, tags)
+/// and the rest of its default-ignorable code points (variation
+/// selectors, fillers).
 pub fn needs_escape(c: char) -> bool {
     c.is_control()
         || matches!(
             c,
             '\u{00ad}'
+                | '\u{034f}'
+                | '\u{0600}'..='\u{0605}'
                 | '\u{061c}'
-                | '\u{180e}'
+                | '\u{06dd}'
+                | '\u{070f}'
+                | '\u{0890}'..='\u{0891}'
+                | '\u{08e2}'
+                | '\u{115f}'..='\u{1160}'
+                | '\u{17b4}'..='\u{17b5}'
+                | '\u{180b}'..='\u{180f}'
                 | '\u{200b}'..='\u{200f}'
-                | '\u{2028}'
-                | '\u{2029}'
-                | '\u{202a}'..='\u{202e}'
-                | '\u{2060}'..='\u{2064}'
-                | '\u{2066}'..='\u{2069}'
+                | '\u{2028}'..='\u{202e}'
+                | '\u{2060}'..='\u{206f}'
+                | '\u{3164}'
+                | '\u{fe00}'..='\u{fe0f}'
                 | '\u{feff}'
+                | '\u{ffa0}'
+                | '\u{fff0}'..='\u{fffb}'
+                | '\u{110bd}'
+                | '\u{110cd}'
+                | '\u{13430}'..='\u{1343f}'
+                | '\u{1bca0}'..='\u{1bca3}'
+                | '\u{1d173}'..='\u{1d17a}'
+                | '\u{e0000}'..='\u{e0fff}'
         )
 }
 
@@ -118,9 +138,10 @@ fn break_legacy_commands(s: &str, hash: &str) -> String {
 pub fn log(s: &str, commands: bool) -> Cow<'_, str> {
     let json = s.trim_start().starts_with(['{', '[']);
     // A command is `::` and its name (`::error`, `::add-mask`): the
-    // `::: path` of a diagnostic's secondary location is none.
+    // `::: path` of a diagnostic's secondary location is none. The runner
+    // trims every Unicode white space first (`\u{3000}::error` is one).
     let starts_command = |line: &str| {
-        let t = line.trim_start_matches([' ', '\t']);
+        let t = line.trim_start_matches(char::is_whitespace);
         t.starts_with("::") && t[2..].starts_with(|c: char| c.is_ascii_alphabetic())
     };
     let needs_lines = !commands && s.split('\n').any(starts_command);
@@ -133,7 +154,7 @@ pub fn log(s: &str, commands: bool) -> Cow<'_, str> {
             out.push('\n');
         }
         if !commands && starts_command(line) {
-            let lead = line.len() - line.trim_start_matches([' ', '\t']).len();
+            let lead = line.len() - line.trim_start_matches(char::is_whitespace).len();
             out.push_str(&line[..lead]);
             out.push_str(if json { "\\u003a" } else { "\\x3a" });
             out.push_str(&line[lead + 1..]);
@@ -158,6 +179,23 @@ pub fn lines(s: &str) -> String {
         out.push_str(&text(line));
     }
     out
+}
+
+/// Source text shown as it is laid out (the `annotate` diff): each line
+/// escaped as [`text`] does, but tabs and the carriage return of a CRLF
+/// kept.
+pub fn source_lines(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        let layout = c == '\t' || c == '\n' || (c == '\r' && chars.peek() == Some(&'\n'));
+        if needs_escape(c) && !layout {
+            push_escaped(&mut out, c);
+        } else {
+            out.push(c);
+        }
+    }
+    break_legacy_commands(&out, "\\x23")
 }
 
 /// A file name, lossless and printable: UTF-8 as is, every other byte as
@@ -257,6 +295,18 @@ mod tests {
         assert_eq!(log("ok\n  ::error::x\n", false), "ok\n  \\x3a:error::x\n");
         assert_eq!(log("::error file=a::m\n", true), "::error file=a::m\n");
         assert_eq!(log("  ::: src/a.rs:5:25\n", false), "  ::: src/a.rs:5:25\n");
+        assert_eq!(
+            log("a\n\u{3000}\u{a0} ::warning::x", false),
+            "a\n\u{3000}\u{a0} \\x3a:warning::x"
+        );
+        assert_eq!(
+            text("tag\u{e0041}vs\u{fe0f}\u{2066}"),
+            "tag\\u{e0041}vs\\u{fe0f}\\u{2066}"
+        );
+        assert_eq!(
+            source_lines("\ta\r\n\x1b[0m\u{200b}##[x]\r"),
+            "\ta\r\n\\x1b[0m\\u{200b}#\\x23[x]\\r"
+        );
         assert_eq!(
             log("{\"a\": \"##[error]\"}", false),
             "{\"a\": \"#\\u0023[error]\"}"

@@ -6,14 +6,20 @@
 //! a change touched, which `--format github` annotates first.
 //!
 //! git runs only read-only commands (`rev-parse`, `ls-tree`, `cat-file`,
-//! `diff --cached` between a revision and the index), with no pager, no
-//! external diff or textconv driver and no fsmonitor hook: nothing the
-//! audited tree or its config names is executed.
+//! `diff --cached` between a revision and the index) in a fixed environment
+//! that no config, tree or inherited variable can change: no system or
+//! global config, no inherited `GIT_*` variable, no pager, no external diff
+//! or textconv driver, no fsmonitor, no hooks, no replace refs, no lazy
+//! fetch of a partial clone's missing objects and no transport at all, and
+//! a time limit on each command. Nothing the audited tree or its config
+//! names is executed; an object missing from the clone is an error that
+//! says to fetch it, never a fetch.
 
 use std::collections::{HashMap, HashSet};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
@@ -21,15 +27,47 @@ use crate::app::{Failure, Prepared};
 use crate::engine::Engine;
 use crate::walk;
 
-/// `git` with everything that could run a program from a config or the
-/// tree turned off.
+/// How long one git command may run before it is killed.
+const TIME_LIMIT: Duration = Duration::from_secs(300);
+
+/// The time limit, or `LOCKAUDIT_INTERNAL_GIT_TIME_LIMIT_MS` (how the
+/// tests reach it without waiting minutes).
+fn time_limit() -> Duration {
+    std::env::var("LOCKAUDIT_INTERNAL_GIT_TIME_LIMIT_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map(Duration::from_millis)
+        .unwrap_or(TIME_LIMIT)
+}
+
+/// A file that is always empty, for settings that name a file.
+const EMPTY: &str = if cfg!(windows) { "NUL" } else { "/dev/null" };
+
+/// `git` with everything that could run a program, fetch, or read another
+/// repository turned off, whatever the repository's config, the user's
+/// config or the environment say.
 fn git_command(cwd: &Path) -> Command {
     let mut c = Command::new("git");
+    // Inherited variables could point git at another repository, index
+    // or object store (`GIT_DIR`, `GIT_INDEX_FILE`, ...), add config
+    // (`GIT_CONFIG_PARAMETERS`, `GIT_CONFIG_COUNT`), or name programs
+    // (`GIT_EXTERNAL_DIFF`, `GIT_SSH_COMMAND`, `GIT_ASKPASS`, ...): none
+    // is passed on. git finds the repository from the current directory.
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("GIT_") {
+            c.env_remove(key);
+        }
+    }
     c.current_dir(cwd)
         .args([
             "--no-pager",
+            "--no-replace-objects",
             "-c",
             "core.fsmonitor=false",
+            "-c",
+            &format!("core.hooksPath={EMPTY}"),
+            "-c",
+            "protocol.allow=never",
             "-c",
             "core.quotePath=false",
             "-c",
@@ -37,35 +75,152 @@ fn git_command(cwd: &Path) -> Command {
             "-c",
             "diff.mnemonicPrefix=false",
         ])
+        // Only the repository's own config is read, and what it says
+        // about programs and transports is overridden above and below.
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", EMPTY)
+        // A partial clone's missing objects are not fetched: a fetch runs
+        // the promisor remote's transport, which the config names.
+        .env("GIT_NO_LAZY_FETCH", "1")
+        // No transport is allowed, whatever `protocol.<name>.allow` says
+        // in the repository's config (git before 2.44 has no
+        // `GIT_NO_LAZY_FETCH`; this stops its fetch before it starts).
+        .env("GIT_ALLOW_PROTOCOL", "")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_OPTIONAL_LOCKS", "0")
         .env("GIT_PAGER", "cat")
         .env("PAGER", "cat")
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env_remove("GIT_EXTERNAL_DIFF")
-        .env_remove("GIT_DIFF_OPTS")
         .stdin(Stdio::null());
     c
 }
 
-fn git(args: &[&str], cwd: &Path) -> Result<String, Failure> {
-    let out = git_command(cwd)
-        .args(args)
-        .output()
+/// What one git command printed.
+struct Ran {
+    success: bool,
+    stdout: Vec<u8>,
+    stderr: String,
+}
+
+/// Runs git with `args`, `input` on its standard input, within the time
+/// limit.
+fn run_git(args: &[&str], cwd: &Path, input: Option<Vec<u8>>) -> Result<Ran, Failure> {
+    let mut cmd = git_command(cwd);
+    cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+    if input.is_some() {
+        cmd.stdin(Stdio::piped());
+    }
+    let mut child = cmd
+        .spawn()
         .map_err(|e| Failure(format!("--new-since needs git: {e}")))?;
-    if !out.status.success() {
+    let writer = match (child.stdin.take(), input) {
+        (Some(mut stdin), Some(bytes)) => Some(std::thread::spawn(move || {
+            let _ = stdin.write_all(&bytes);
+        })),
+        _ => None,
+    };
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let out = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let err = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let limit = time_limit();
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(Failure(format!(
+                "--new-since: `git {}` did not finish in {} s; stopped",
+                args.first().copied().unwrap_or_default(),
+                limit.as_secs_f64()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    if let Some(w) = writer {
+        let _ = w.join();
+    }
+    let stdout = out.join().unwrap_or_default();
+    let stderr = String::from_utf8_lossy(&err.join().unwrap_or_default())
+        .trim()
+        .to_string();
+    Ok(Ran {
+        success: status.success(),
+        stdout,
+        stderr,
+    })
+}
+
+fn git(args: &[&str], cwd: &Path) -> Result<String, Failure> {
+    let ran = run_git(args, cwd, None)?;
+    if !ran.success {
+        if missing_objects(&ran.stderr) {
+            return Err(Failure(missing_message(None)));
+        }
         return Err(Failure(format!(
             "git {}: {}",
             args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
+            crate::escape::text(&ran.stderr)
         )));
     }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    Ok(String::from_utf8_lossy(&ran.stdout).into_owned())
+}
+
+/// Whether git failed because objects are missing from the clone.
+fn missing_objects(stderr: &str) -> bool {
+    stderr.contains("lazy fetching disabled")
+        || stderr.contains("unable to read")
+        || stderr.contains("missing blob")
+        || stderr.contains("missing tree")
+}
+
+/// The error for objects a partial clone left out: lockaudit never fetches.
+fn missing_message(object: Option<(&str, &str)>) -> String {
+    let what = match object {
+        Some((sha, path)) => format!(
+            "the base revision's `{}` (object {sha}) is",
+            crate::escape::text(path)
+        ),
+        None => "objects of the base revision are".to_string(),
+    };
+    format!(
+        "--new-since: {what} not in this clone (a partial clone leaves objects out), and \
+         lockaudit never fetches: fetch them first with `git fetch` (in a partial clone, \
+         `git fetch --refetch --no-filter origin`), or clone without `--filter`"
+    )
 }
 
 /// Checks that `rev` names a commit here; in a shallow clone that lacks
 /// it, the error says how to fetch the history.
 fn verify(rev: &str, cwd: &Path) -> Result<(), Failure> {
-    if git(
+    // Never an option to git, whatever follows.
+    if rev.starts_with('-') || rev.contains('\0') {
+        return Err(Failure(format!(
+            "--new-since: `{}` is not a git revision",
+            crate::escape::text(rev)
+        )));
+    }
+    // A git that cannot run, or runs out of time, says so.
+    let found = run_git(
         &[
             "rev-parse",
             "--verify",
@@ -73,9 +228,9 @@ fn verify(rev: &str, cwd: &Path) -> Result<(), Failure> {
             &format!("{rev}^{{tree}}"),
         ],
         cwd,
-    )
-    .is_ok()
-    {
+        None,
+    )?;
+    if found.success {
         return Ok(());
     }
     let shallow = git(&["rev-parse", "--is-shallow-repository"], cwd)
@@ -89,7 +244,8 @@ fn verify(rev: &str, cwd: &Path) -> Result<(), Failure> {
         )));
     }
     Err(Failure(format!(
-        "--new-since: `{rev}` is not a git revision here"
+        "--new-since: `{}` is not a git revision here",
+        crate::escape::text(rev)
     )))
 }
 
@@ -341,29 +497,17 @@ pub fn fingerprints_at(
 }
 
 fn cat_blobs(blobs: &[(String, String)], cwd: &Path) -> Result<Vec<Vec<u8>>, Failure> {
-    let mut child = git_command(cwd)
-        .args(["cat-file", "--batch"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()?;
-    let mut stdin = child.stdin.take().expect("piped stdin");
-    let shas: Vec<String> = blobs.iter().map(|(_, s)| s.clone()).collect();
-    let writer = std::thread::spawn(move || {
-        for s in shas {
-            if writeln!(stdin, "{s}").is_err() {
-                break;
-            }
-        }
-    });
-    let mut raw = Vec::new();
-    child
-        .stdout
-        .take()
-        .expect("piped stdout")
-        .read_to_end(&mut raw)?;
-    let _ = writer.join();
-    child.wait()?;
-    // Each object: "<sha> <type> <size>\n<bytes>\n".
+    if blobs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut input = Vec::new();
+    for (_, sha) in blobs {
+        input.extend_from_slice(sha.as_bytes());
+        input.push(b'\n');
+    }
+    let ran = run_git(&["cat-file", "--batch"], cwd, Some(input))?;
+    let raw = ran.stdout;
+    // Each object: "<sha> <type> <size>\n<bytes>\n", or "<sha> missing\n".
     let mut out = Vec::with_capacity(blobs.len());
     let mut i = 0;
     while out.len() < blobs.len() && i < raw.len() {
@@ -372,14 +516,39 @@ fn cat_blobs(blobs: &[(String, String)], cwd: &Path) -> Result<Vec<Vec<u8>>, Fai
             .position(|b| *b == b'\n')
             .ok_or_else(|| Failure("git cat-file: truncated output".into()))?;
         let header = String::from_utf8_lossy(&raw[i..i + nl]).into_owned();
+        if header.ends_with(" missing") {
+            let (path, sha) = &blobs[out.len()];
+            return Err(Failure(missing_message(Some((sha, path)))));
+        }
         let size: usize = header
             .rsplit(' ')
             .next()
             .and_then(|s| s.parse().ok())
-            .ok_or_else(|| Failure(format!("git cat-file: unexpected `{header}`")))?;
+            .ok_or_else(|| {
+                Failure(format!(
+                    "git cat-file: unexpected `{}`",
+                    crate::escape::text(&header)
+                ))
+            })?;
         let start = i + nl + 1;
-        out.push(raw[start..start + size].to_vec());
+        let body = raw
+            .get(start..start + size)
+            .ok_or_else(|| Failure("git cat-file: truncated output".into()))?;
+        out.push(body.to_vec());
         i = start + size + 1;
+    }
+    if out.len() < blobs.len() {
+        if missing_objects(&ran.stderr) {
+            return Err(Failure(missing_message(None)));
+        }
+        return Err(Failure(format!(
+            "git cat-file: {}",
+            crate::escape::text(if ran.stderr.is_empty() {
+                "truncated output"
+            } else {
+                &ran.stderr
+            })
+        )));
     }
     Ok(out)
 }

@@ -33,4 +33,5 @@ pub mod source;
 pub mod suggest;
 pub mod walk;
 pub mod words;
+pub mod write;
 pub mod yamlloc;

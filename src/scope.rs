@@ -145,9 +145,7 @@ impl Scopes {
                     let shown = walk::display_path(&cfg, &self.cwd);
                     // A config found in the tree, and the packs it names,
                     // must resolve inside the repository it sits in.
-                    let dir = cfg.parent().unwrap_or(Path::new(".")).to_path_buf();
-                    let root = config::repo_root(&dir).unwrap_or(dir);
-                    let i = self.push(config::load_discovered(&cfg, &root, &shown));
+                    let i = self.push(config::load_discovered(&cfg, &shown));
                     self.by_config.insert(cfg, i);
                     i
                 }

@@ -312,7 +312,7 @@ pub fn display_path(path: &Path, base: &Path) -> String {
 
 /// A path's printed form: `\\` separators as `/`, then escaped (see
 /// [`crate::escape::os_str`]), so the escapes are never ambiguous.
-fn printable(os: &std::ffi::OsStr) -> String {
+pub(crate) fn printable(os: &std::ffi::OsStr) -> String {
     #[cfg(unix)]
     {
         use std::os::unix::ffi::OsStrExt;

@@ -107,6 +107,50 @@ fn the_action_script_reports_findings_through_its_exit_code_output() {
     assert!(outputs.contains("exit-code=2\n"), "{outputs}");
 }
 
+/// Multi-line `paths` and `args`: every line is one item (a path may hold
+/// spaces), blank lines are ignored, and nothing is globbed; one line is
+/// still separated by white space.
+#[cfg(unix)]
+#[test]
+fn the_action_takes_every_line_of_paths_and_args() {
+    let dir = copy_project("unannotated");
+    let witness = "use redis::Commands;\nfn release_lock(con: &mut redis::Connection, lock_key: &str) -> redis::RedisResult<()> {\n    con.del(lock_key)?;\n    Ok(())\n}\n";
+    for d in ["more code", "glob*", "globbed"] {
+        fs::create_dir(dir.path().join(d)).unwrap();
+        fs::write(dir.path().join(d).join("w.rs"), witness).unwrap();
+    }
+    let (code, stdout, outputs) = run_action(
+        dir.path(),
+        &[
+            ("INPUT_PATHS", "src\n\n  more code  \r\nglob*\n"),
+            // Only the first line would be `--fail-on` without its value.
+            ("INPUT_ARGS", "--fail-on\n\nnever\n"),
+        ],
+    );
+    assert_eq!(code, 0, "{stdout}");
+    assert!(outputs.contains("exit-code=0\n"), "{outputs}");
+    for file in ["src/lib.rs", "more code/w.rs", "glob*/w.rs"] {
+        assert!(
+            stdout.contains(&format!("file={file},line=")),
+            "{file} is audited:\n{stdout}"
+        );
+    }
+    assert!(!stdout.contains("globbed/"), "a path is globbed:\n{stdout}");
+
+    // One line: separated by white space, as before.
+    let (code, stdout, outputs) = run_action(
+        dir.path(),
+        &[
+            ("INPUT_PATHS", "src globbed"),
+            ("INPUT_ARGS", "--fail-on never"),
+        ],
+    );
+    assert_eq!(code, 0, "{stdout}");
+    assert!(outputs.contains("exit-code=0\n"), "{outputs}");
+    assert!(stdout.contains("file=globbed/w.rs,line="), "{stdout}");
+    assert!(stdout.contains("file=src/lib.rs,line="), "{stdout}");
+}
+
 #[test]
 fn cargo_lockaudit_runs_the_same_commands() {
     let dir = root().join("fixtures/projects/unannotated");

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use common::guarded::{run, run_with, MEMORY, TIMEOUT};
+use common::guarded::{run, run_with, Run, TIMEOUT};
 
 /// A file with one certain finding (`unowned-release` at 4:9).
 const WITNESS: &str = "use redis::Commands;
@@ -149,6 +149,261 @@ fn an_executable_report_loses_its_execute_bits() {
     );
     assert_eq!(r.code, Some(1), "{r:?}");
     assert_eq!(mode(&report), 0o644);
+}
+
+/// The fixable project's source: three exact fixes for `check --fix`.
+fn fixable() -> String {
+    fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/projects/fixable/src/lib.rs"),
+    )
+    .unwrap()
+}
+
+/// An acquisition without a purpose, for `annotate --write`.
+const ACQUIRE: &str = "use redis::Commands;\nfn f(con: &mut redis::Connection) -> redis::RedisResult<()> {\n    let _: bool = con.set_nx(\"lock:a\", 1)?;\n    Ok(())\n}\n";
+
+/// A committed link to a directory below the repository root never
+/// redirects a write: not a report, a baseline, a fix or an annotation.
+/// Links outside the repository (the caller's own) are followed.
+#[test]
+fn a_symlinked_parent_directory_never_redirects_a_write() {
+    let dir = repo();
+    let outside = tempfile::tempdir().unwrap();
+    fs::write(outside.path().join("lib.rs"), fixable()).unwrap();
+    fs::write(outside.path().join("acquire.rs"), ACQUIRE).unwrap();
+    symlink(outside.path(), dir.path().join("out"));
+    fs::create_dir(dir.path().join("deep")).unwrap();
+    symlink(outside.path(), dir.path().join("deep/out"));
+    for args in [
+        &["check", "--format", "sarif", "--output", "out/r.sarif", "."][..],
+        &["check", "--output", "deep/out/r.txt", "."],
+        &["check", "--output", "out/../r.txt", "."],
+        &["check", "--write-baseline", "out/b.json", "."],
+        &["inventory", "--output", "out/i.txt", "."],
+    ] {
+        let r = run(dir.path(), args);
+        assert_eq!(r.code, Some(2), "{args:?}: {r:?}");
+        assert!(
+            r.stderr
+                .contains("is a symbolic link inside the repository"),
+            "{args:?}: {r:?}"
+        );
+    }
+    let r = run(dir.path(), &["check", "--fix", "out/lib.rs"]);
+    assert!(
+        r.stderr
+            .contains("out is a symbolic link inside the repository"),
+        "{r:?}"
+    );
+    let r = run(
+        dir.path(),
+        &[
+            "annotate",
+            "--purpose",
+            "efficiency",
+            "--write",
+            "out/acquire.rs",
+        ],
+    );
+    assert_eq!(r.code, Some(2), "{r:?}");
+    let mut left: Vec<String> = fs::read_dir(outside.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["acquire.rs", "lib.rs"]);
+    assert_eq!(
+        fs::read_to_string(outside.path().join("lib.rs")).unwrap(),
+        fixable()
+    );
+    assert_eq!(
+        fs::read_to_string(outside.path().join("acquire.rs")).unwrap(),
+        ACQUIRE
+    );
+    assert!(!dir.path().join("r.txt").exists());
+
+    // The twins: a real directory inside, and a link outside the
+    // repository, are written.
+    fs::create_dir(dir.path().join("reports")).unwrap();
+    let r = run(dir.path(), &["check", "--output", "reports/r.txt", "."]);
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert!(dir.path().join("reports/r.txt").is_file());
+    let caller = tempfile::tempdir().unwrap();
+    symlink(outside.path(), caller.path().join("mine"));
+    let report = caller.path().join("mine/r.txt");
+    let r = run(
+        dir.path(),
+        &["check", "--output", report.to_str().unwrap(), "."],
+    );
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert!(outside.path().join("r.txt").is_file());
+}
+
+/// A read-only file is refused by every writer, and left as it is; a
+/// replaced file keeps its permissions.
+#[test]
+fn read_only_files_are_refused_and_permissions_kept() {
+    let dir = repo();
+    let d = dir.path();
+    fs::write(d.join("lib.rs"), fixable()).unwrap();
+    fs::write(d.join("acquire.rs"), ACQUIRE).unwrap();
+    let r = run(d, &["check", "--write-baseline", "b.json", "."]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    fs::copy(d.join("b.json"), d.join("stale.json")).unwrap();
+    fs::write(d.join("ro.txt"), "kept").unwrap();
+    let read_only = ["ro.txt", "b.json", "stale.json", "lib.rs", "acquire.rs"];
+    for f in read_only {
+        fs::set_permissions(d.join(f), fs::Permissions::from_mode(0o444)).unwrap();
+    }
+    let before: Vec<Vec<u8>> = read_only
+        .iter()
+        .map(|f| fs::read(d.join(f)).unwrap())
+        .collect();
+    for args in [
+        &["check", "--output", "ro.txt", "."][..],
+        &["check", "--write-baseline", "b.json", "."],
+        &["check", "--update-baseline", "stale.json", "."],
+        &[
+            "annotate",
+            "--purpose",
+            "efficiency",
+            "--write",
+            "acquire.rs",
+        ],
+    ] {
+        let r = run(d, args);
+        assert_eq!(r.code, Some(2), "{args:?}: {r:?}");
+        assert!(
+            r.stderr.contains("read-only: not replaced"),
+            "{args:?}: {r:?}"
+        );
+    }
+    let r = run(d, &["check", "--fix", "lib.rs"]);
+    assert!(
+        r.stderr.contains("lib.rs: cannot write: read-only")
+            && r.stderr.contains("applied 0 fixes"),
+        "{r:?}"
+    );
+    for (f, b) in read_only.iter().zip(&before) {
+        assert_eq!(&fs::read(d.join(f)).unwrap(), b, "{f} changed");
+        assert_eq!(mode(&d.join(f)), 0o444, "{f}");
+    }
+
+    // The twins: writable files are replaced and keep their bits.
+    for (f, m) in [
+        ("lib.rs", 0o640),
+        ("acquire.rs", 0o600),
+        ("stale.json", 0o640),
+    ] {
+        fs::set_permissions(d.join(f), fs::Permissions::from_mode(m)).unwrap();
+    }
+    let r = run(d, &["check", "--fix", "lib.rs"]);
+    assert!(r.stderr.contains("applied 3 fixes"), "{r:?}");
+    let r = run(
+        d,
+        &[
+            "annotate",
+            "--purpose",
+            "efficiency",
+            "--write",
+            "acquire.rs",
+        ],
+    );
+    assert_eq!(r.code, Some(0), "{r:?}");
+    let r = run(d, &["check", "--update-baseline", "stale.json", "lib.rs"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert_ne!(fixable(), fs::read_to_string(d.join("lib.rs")).unwrap());
+    assert!(fs::read_to_string(d.join("acquire.rs"))
+        .unwrap()
+        .contains("lock-purpose: efficiency"));
+    assert_eq!(mode(&d.join("lib.rs")), 0o640);
+    assert_eq!(mode(&d.join("acquire.rs")), 0o600);
+    assert_eq!(mode(&d.join("stale.json")), 0o640);
+}
+
+/// Runs lockaudit holding its written temporary file for a while, and
+/// calls `change` once that file exists: the target changes between
+/// the read and the replace.
+fn while_writing(dir: &Path, args: &[&str], change: impl FnOnce()) -> Run {
+    let d = dir.to_path_buf();
+    let a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let runner = std::thread::spawn(move || {
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        run_with(&d, &a, |c| {
+            c.env("LOCKAUDIT_INTERNAL_WRITE_PAUSE_MS", "2000");
+        })
+    });
+    let start = Instant::now();
+    let temporary = || {
+        fs::read_dir(dir)
+            .unwrap()
+            .filter_map(Result::ok)
+            .any(|e| e.file_name().to_string_lossy().starts_with(".lockaudit-"))
+    };
+    while !temporary() {
+        assert!(start.elapsed() < TIMEOUT, "no temporary file appeared");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    change();
+    runner.join().unwrap()
+}
+
+/// A file changed on disk after lockaudit read it (an editor saved it, a
+/// branch was switched) is left alone, not overwritten with edits made
+/// to the old text.
+#[test]
+fn a_file_changed_since_it_was_read_is_left_alone() {
+    let dir = repo();
+    let d = dir.path();
+    let lib = d.join("lib.rs");
+    fs::write(&lib, fixable()).unwrap();
+    let theirs = format!("{}\n// saved meanwhile\n", fixable());
+    let r = while_writing(d, &["check", "--fix", "lib.rs"], || {
+        fs::write(&lib, &theirs).unwrap();
+    });
+    assert!(r.stderr.contains("changed since it was read"), "{r:?}");
+    assert!(r.stderr.contains("applied 0 fixes"), "{r:?}");
+    assert_eq!(fs::read_to_string(&lib).unwrap(), theirs);
+
+    let acquire = d.join("acquire.rs");
+    fs::write(&acquire, ACQUIRE).unwrap();
+    let theirs = format!("{ACQUIRE}// saved meanwhile\n");
+    let r = while_writing(
+        d,
+        &[
+            "annotate",
+            "--purpose",
+            "efficiency",
+            "--write",
+            "acquire.rs",
+        ],
+        || fs::write(&acquire, &theirs).unwrap(),
+    );
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert_eq!(fs::read_to_string(&acquire).unwrap(), theirs);
+
+    let r = run(d, &["check", "--write-baseline", "b.json", "."]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    let baseline = d.join("b.json");
+    let theirs = fs::read_to_string(&baseline)
+        .unwrap()
+        .replacen('{', "{\n", 1);
+    let r = while_writing(
+        d,
+        &["check", "--update-baseline", "b.json", "witness.rs"],
+        || {
+            fs::write(&baseline, &theirs).unwrap();
+        },
+    );
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(r.stderr.contains("changed since it was read"), "{r:?}");
+    assert_eq!(fs::read_to_string(&baseline).unwrap(), theirs);
+
+    // The twin: left to itself, the same fix is applied.
+    fs::write(&lib, fixable()).unwrap();
+    let r = run(d, &["check", "--fix", "lib.rs"]);
+    assert!(r.stderr.contains("applied 3 fixes"), "{r:?}");
+    assert_ne!(fs::read_to_string(&lib).unwrap(), fixable());
 }
 
 // ---------------------------------------------------------------------
@@ -299,8 +554,12 @@ fn annotate_diff_context_lines_are_no_commands() {
     let dir = repo();
     fs::write(
         dir.path().join("ctx.rs"),
-        "use redis::Commands;\nconst S: &str = r\"\n::error file=README.md::FORGED\n##[warning]FORGED\n\";\n\
-         fn f(con: &mut redis::Connection) -> redis::RedisResult<()> {\n    let _: bool = con.set_nx(\"lock:a\", 1)?;\n    Ok(())\n}\n",
+        // The hostile lines are the diff's context: the three lines above
+        // the acquisition and the two below it.
+        "use redis::Commands;\nfn f(con: &mut redis::Connection) -> redis::RedisResult<()> {\n    let _s = r\"\n\
+         ::error file=README.md::FORGED\n\u{3000}::error::WIDE\n\u{a0}\t::warning::NBSP\";\n\
+         \x20   let _: bool = con.set_nx(\"lock:a\", 1)?;\n\
+         \x20   let _t = \"##[warning]FORGED \u{e0041}\u{2066}\u{fe0f}\";\n    Ok(())\n}\n",
     )
     .unwrap();
     let r = run(
@@ -310,6 +569,151 @@ fn annotate_diff_context_lines_are_no_commands() {
     assert!(r.stdout.contains("lock-purpose"), "{r:?}");
     assert_no_command("annotate", &r.raw_stdout, false);
     assert_no_command("annotate", &r.raw_stderr, false);
+    assert_no_invisible("annotate", &r.stdout);
+    // Shown, escaped, in the diff's context lines.
+    for shown in [
+        "\\x3a:error::WIDE",
+        "\\x3a:warning::NBSP",
+        "\\x3a:error file=README.md::FORGED",
+        "#\\x23[warning]FORGED \\u{e0041}\\u{2066}\\u{fe0f}",
+    ] {
+        assert!(r.stdout.contains(shown), "{shown}: {r:?}");
+    }
+}
+
+/// No character that shows nothing or reorders its neighbours: Unicode
+/// format characters (tags, bidi controls, zero-width) and the rest of
+/// the default-ignorable code points.
+fn assert_no_invisible(what: &str, text: &str) {
+    let bad = text.chars().find(|&c| {
+        matches!(c,
+            '\u{00ad}' | '\u{034f}' | '\u{061c}' | '\u{115f}' | '\u{1160}' | '\u{17b4}' | '\u{17b5}'
+            | '\u{180b}'..='\u{180f}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
+            | '\u{2060}'..='\u{206f}' | '\u{3164}' | '\u{fe00}'..='\u{fe0f}' | '\u{feff}'
+            | '\u{ffa0}' | '\u{e0000}'..='\u{e0fff}')
+    });
+    assert!(bad.is_none(), "{what}: a raw {bad:?}:\n{text}");
+}
+
+/// `--update-baseline` names what it drops: the baseline's path and its
+/// entries are escaped like every other text bound for a CI log.
+#[test]
+fn update_baseline_prints_dropped_entries_escaped() {
+    let dir = repo();
+    let name = "b##[stop-commands]\u{e0041}.json";
+    let entry = |check: &str, path: &str, message: &str| serde_json::json!({ "fingerprint": "0000000000000001", "check": check, "path": path, "message": message });
+    let baseline = serde_json::json!({ "version": 1, "findings": [
+        entry("unowned-release", "witness.rs", "gone\n::error file=README.md::FORGED \u{2028}##[warning]x \u{e0041}\u{202e}"),
+        entry("::error::c", "witness.rs", "m"),
+    ]});
+    fs::write(dir.path().join(name), baseline.to_string()).unwrap();
+    let r = run(dir.path(), &["check", "--update-baseline", name, "."]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(r.stderr.contains("dropped 2 entries"), "{r:?}");
+    assert!(
+        r.stderr
+            .contains("b#\\x23[stop-commands]\\u{e0041}.json: dropped"),
+        "{r:?}"
+    );
+    assert!(
+        r.stderr.contains("gone\\n::error file=README.md::FORGED"),
+        "{r:?}"
+    );
+    assert_no_command("stderr", &r.raw_stderr, false);
+    assert_no_forged_line("stderr", &r.raw_stderr);
+    assert_no_invisible("stderr", &r.stderr);
+}
+
+/// A backslash in a directory name is part of the name on Unix: the
+/// directory a run starts in, a repository's parent and a file above the
+/// root keep it in every machine-readable path, never as a `/`.
+#[test]
+fn backslashes_in_directory_names_are_never_folder_separators() {
+    let top = tempfile::tempdir().unwrap();
+    let parent = top.path().join("p\\q");
+    let repo = parent.join("repo");
+    let sub = repo.join("x\\y");
+    fs::create_dir_all(repo.join(".git")).unwrap();
+    fs::create_dir_all(&sub).unwrap();
+    fs::write(sub.join("w.rs"), WITNESS).unwrap();
+    fs::write(parent.join("a\\b.rs"), WITNESS).unwrap();
+    let r = run(&sub, &["check", "--format", "json", ".", "../../a\\b.rs"]);
+    assert_eq!(r.code, Some(1), "{r:?}");
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let paths: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert!(paths.contains(&"x\\\\y/w.rs"), "{paths:?}");
+    let above = format!(
+        "{}/p\\\\q/a\\\\b.rs",
+        fs::canonicalize(top.path()).unwrap().display()
+    );
+    assert!(paths.contains(&above.as_str()), "{paths:?}");
+    let r = run(&sub, &["check", "--format", "sarif", "."]);
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert!(r.stdout.contains("/p%5Cq/repo/\""), "{}", r.stdout);
+    assert!(!r.stdout.contains("/p/q/"), "{}", r.stdout);
+    // The twin: plain names are as they were.
+    fs::create_dir(repo.join("plain")).unwrap();
+    fs::write(repo.join("plain/w.rs"), WITNESS).unwrap();
+    let r = run(&repo.join("plain"), &["check", "--format", "json", "."]);
+    assert!(r.stdout.contains("\"path\": \"plain/w.rs\""), "{r:?}");
+}
+
+/// Names holding invisible characters are shown escaped in every format.
+#[test]
+fn invisible_characters_in_names_are_escaped_everywhere() {
+    let dir = repo();
+    for name in [
+        "tag\u{e0041}.rs",
+        "vs\u{fe0f}.rs",
+        "iso\u{2066}.rs",
+        "fill\u{3164}.rs",
+    ] {
+        fs::write(dir.path().join(name), WITNESS).unwrap();
+    }
+    for format in ["human", "short", "table", "json", "sarif", "github"] {
+        let r = run(dir.path(), &["check", "--format", format, "."]);
+        assert_eq!(r.code, Some(1), "{format}: {r:?}");
+        assert_no_invisible(format, &r.stdout);
+        assert_no_invisible(format, &r.stderr);
+    }
+    let r = run(dir.path(), &["check", "--format", "short", "."]);
+    assert!(r.stdout.contains("tag\\u{e0041}.rs:4:9"), "{r:?}");
+    assert!(r.stdout.contains("witness.rs:4:9"), "{r:?}");
+}
+
+/// The step summary links nothing: no Markdown link or image, and no
+/// bare address GitHub's Markdown would turn into a link.
+#[test]
+fn the_step_summary_links_nothing() {
+    let dir = repo();
+    fs::write(
+        dir.path().join("keys.rs"),
+        "use redis::Commands;\nfn release_lock(con: &mut redis::Connection) -> redis::RedisResult<()> {\n    \
+         con.del(\"me@evil.com www.evil.com https://evil.example [a](https://e.x) ![i](u) <https://e.x>\")?;\n    Ok(())\n}\n",
+    )
+    .unwrap();
+    let summary = dir.path().join("../summary-links.md");
+    let r = run_with(dir.path(), &["check", "--format", "github", "."], |c| {
+        c.env("GITHUB_STEP_SUMMARY", &summary);
+    });
+    assert_eq!(r.code, Some(1), "{r:?}");
+    let md = fs::read_to_string(&summary).unwrap();
+    let _ = fs::remove_file(&summary);
+    assert!(md.contains("| keys.rs:3:9 |"), "{md}");
+    for linked in ["https:", "http:", "www.", "](", "![", "<https"] {
+        assert!(!md.contains(linked), "`{linked}` in the summary:\n{md}");
+    }
+    assert!(
+        md.matches('@').count() == md.matches("<wbr>@").count(),
+        "{md}"
+    );
+    // The twin: the findings are all there.
+    assert!(md.contains("| witness.rs:4:9 |"), "{md}");
 }
 
 #[test]
@@ -446,7 +850,7 @@ fn rule_packs_named_by_a_discovered_config_stay_inside() {
         assert_eq!(r.code, Some(2), "{rules}: {r:?}");
         assert!(
             common::has_problem(&r.stderr, "lockaudit.yaml:2:5", "rule pack")
-                && r.stderr.contains("resolves outside the"),
+                && flat(&r.stderr).contains("is not a regular file inside the repository"),
             "{rules}: {r:?}"
         );
         assert!(!r.stderr.contains(SECRET), "{rules}: {r:?}");
@@ -467,6 +871,237 @@ fn rule_packs_named_by_a_discovered_config_stay_inside() {
         &["check", "--config", config.to_str().unwrap(), "."],
     );
     assert_eq!(r.code, Some(1), "{r:?}");
+}
+
+/// stderr with a diagnostic's wrapped lines joined again.
+fn flat(stderr: &str) -> String {
+    stderr.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A config kept outside the repository, linked from its root as
+/// `lockaudit.yaml`: it turns the witness's check off, and quotes a
+/// secret when its YAML error is shown.
+fn config_linked_outside(text: &str) -> (tempfile::TempDir, tempfile::TempDir) {
+    let dir = repo();
+    let outside = tempfile::tempdir().unwrap();
+    fs::write(outside.path().join("lockaudit.yaml"), text).unwrap();
+    symlink(
+        outside.path().join("lockaudit.yaml"),
+        dir.path().join("lockaudit.yaml"),
+    );
+    (dir, outside)
+}
+
+const OFF: &str = "checks:\n  unowned-release: off\n";
+
+/// `rules` and `lsp` discover configs as `check` does, and hold them to
+/// the same containment: a config linked outside is not read.
+#[test]
+fn rules_and_the_language_server_read_no_config_outside_the_repository() {
+    let (dir, _outside) = config_linked_outside(OFF);
+    let r = run(dir.path(), &["rules"]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(r.stderr.contains("outside the repository"), "{r:?}");
+    assert!(!r.stdout.contains("off*"), "{r:?}");
+    let (dir, _outside) = config_linked_outside(&format!("{SECRET}: [\n"));
+    let r = run(dir.path(), &["rules", "--format", "json"]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(
+        !r.stderr.contains(SECRET) && !r.stdout.contains(SECRET),
+        "{r:?}"
+    );
+
+    let (dir, _outside) = config_linked_outside(OFF);
+    let r = lsp(dir.path(), &[("witness.rs", WITNESS.to_string())]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(r.stdout.contains("outside the repository"), "{r:?}");
+    assert!(
+        diagnostics(&r.stdout)
+            .iter()
+            .any(|m| m.contains("witness.rs") && m.contains("unowned-release")),
+        "the defaults apply: {r:?}"
+    );
+    let (dir, _outside) = config_linked_outside(&format!("{SECRET}: [\n"));
+    let r = lsp(dir.path(), &[("witness.rs", WITNESS.to_string())]);
+    assert!(!r.stdout.contains(SECRET), "{r:?}");
+
+    // The twins: a config inside the repository, linked or not, is read.
+    let dir = repo();
+    fs::create_dir(dir.path().join("ci")).unwrap();
+    fs::write(dir.path().join("ci/lockaudit.yaml"), OFF).unwrap();
+    symlink("ci/lockaudit.yaml", dir.path().join("lockaudit.yaml"));
+    let r = run(dir.path(), &["rules"]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(r.stdout.contains("off*"), "{r:?}");
+    let r = lsp(dir.path(), &[("witness.rs", WITNESS.to_string())]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(!r.stdout.contains("unowned-release"), "{r:?}");
+}
+
+/// Whether a rule pack outside the repository exists or not, a
+/// discovered config gets the same error: nothing tells it what is on
+/// the runner.
+#[test]
+fn rule_pack_errors_do_not_reveal_what_exists_outside() {
+    let outside = tempfile::tempdir().unwrap();
+    // Names of one length: the error underlines the path.
+    let exists = outside.path().join("present.yaml");
+    fs::write(
+        &exists,
+        "backend: own\ndescription: d\nconsensus: false\napis: []\n",
+    )
+    .unwrap();
+    let missing = outside.path().join("missing.yaml");
+    let error_for = |rule: &str, link: Option<&Path>| {
+        let dir = repo();
+        if let Some(target) = link {
+            symlink(target, dir.path().join("linked.yaml"));
+        }
+        fs::write(
+            dir.path().join("lockaudit.yaml"),
+            format!("rules:\n  - {rule}\n"),
+        )
+        .unwrap();
+        let r = run(dir.path(), &["check", "."]);
+        assert_eq!(r.code, Some(2), "{rule}: {r:?}");
+        r.stderr.replace(rule, "PACK")
+    };
+    let named = error_for(&exists.display().to_string(), None);
+    assert_eq!(named, error_for(&missing.display().to_string(), None));
+    let linked = error_for("linked.yaml", Some(&exists));
+    assert_eq!(linked, error_for("linked.yaml", Some(&missing)));
+    assert_eq!(linked, error_for("linked.yaml", Some(Path::new("/etc"))));
+    // The same answer for a pack missing inside: it says nothing more.
+    assert_eq!(linked, error_for("linked.yaml", None));
+    assert!(
+        flat(&linked).contains("not a regular file inside the repository"),
+        "{linked}"
+    );
+
+    // The twin: a pack inside the repository loads.
+    let dir = repo();
+    fs::create_dir(dir.path().join("packs")).unwrap();
+    fs::copy(&exists, dir.path().join("packs/own.yaml")).unwrap();
+    fs::write(
+        dir.path().join("lockaudit.yaml"),
+        "rules: [packs/own.yaml]\n",
+    )
+    .unwrap();
+    let r = run(dir.path(), &["check", "."]);
+    assert_eq!(r.code, Some(1), "{r:?}");
+}
+
+/// `.git` is not the repository's content: a config, a pack, a baseline
+/// or a module that resolves into it is not read.
+#[test]
+fn files_under_dot_git_are_not_inside_the_repository() {
+    let dir = repo();
+    let git = dir.path().join(".git");
+    fs::write(git.join("lockaudit.yaml"), OFF).unwrap();
+    symlink(".git/lockaudit.yaml", dir.path().join("lockaudit.yaml"));
+    let r = run(dir.path(), &["check", "."]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(flat(&r.stderr).contains("or into its `.git`"), "{r:?}");
+
+    let dir = repo();
+    let git = dir.path().join(".git");
+    fs::write(
+        git.join("pack.yaml"),
+        "backend: own\ndescription: d\nconsensus: false\napis: []\n",
+    )
+    .unwrap();
+    fs::write(
+        dir.path().join("lockaudit.yaml"),
+        "rules: [.git/pack.yaml]\n",
+    )
+    .unwrap();
+    let r = run(dir.path(), &["check", "."]);
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(
+        flat(&r.stderr).contains("not a regular file inside the repository"),
+        "{r:?}"
+    );
+
+    let dir = repo();
+    let git = dir.path().join(".git");
+    fs::write(git.join("hidden.rs"), WITNESS).unwrap();
+    fs::write(
+        dir.path().join("witness.rs"),
+        "#[path = \".git/hidden.rs\"]\nmod hidden;\n",
+    )
+    .unwrap();
+    let r = run(dir.path(), &["check", "--format", "short", "."]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(!r.stdout.contains("hidden.rs"), "{r:?}");
+    // The twin: the same module outside `.git` is audited.
+    fs::create_dir(dir.path().join("kept")).unwrap();
+    fs::write(dir.path().join("kept/hidden.rs"), WITNESS).unwrap();
+    fs::write(
+        dir.path().join("witness.rs"),
+        "#[path = \"kept/hidden.rs\"]\nmod hidden;\n",
+    )
+    .unwrap();
+    let r = run(dir.path(), &["check", "--format", "short", "witness.rs"]);
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert!(r.stdout.contains("kept/hidden.rs:4:9"), "{r:?}");
+}
+
+/// A committed baseline that links outside the repository, or into
+/// `.git`, is never read (nor echoed); one named outside by the caller
+/// is read.
+#[test]
+fn a_baseline_linked_outside_is_not_read() {
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("secret.json");
+    fs::write(&secret, format!("{{\"{SECRET}\": [1, 2\n")).unwrap();
+    let missing = outside.path().join("missing.json");
+    let mut errors = Vec::new();
+    for target in [
+        secret.as_path(),
+        missing.as_path(),
+        Path::new(".git/b.json"),
+    ] {
+        let dir = repo();
+        fs::write(dir.path().join(".git/b.json"), "{ not json").unwrap();
+        symlink(target, dir.path().join("baseline.json"));
+        for flag in ["--baseline", "--update-baseline"] {
+            let r = run(dir.path(), &["check", flag, "baseline.json", "."]);
+            assert_eq!(r.code, Some(2), "{target:?} {flag}: {r:?}");
+            assert!(!r.stderr.contains(SECRET), "{r:?}");
+            assert!(
+                r.stderr
+                    .contains("not a regular file inside the repository"),
+                "{r:?}"
+            );
+            errors.push(r.stderr);
+        }
+        // Left as it was.
+        assert!(fs::symlink_metadata(dir.path().join("baseline.json"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
+    }
+    assert!(errors.windows(2).all(|w| w[0] == w[1]), "{errors:?}");
+    assert_eq!(
+        fs::read_to_string(&secret).unwrap(),
+        format!("{{\"{SECRET}\": [1, 2\n")
+    );
+
+    // The twins: a link inside the repository, and a file the caller
+    // names outside it, are read.
+    let dir = repo();
+    let r = run(dir.path(), &["check", "--write-baseline", "kept.json", "."]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    symlink("kept.json", dir.path().join("baseline.json"));
+    let r = run(dir.path(), &["check", "--baseline", "baseline.json", "."]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+    let elsewhere = outside.path().join("elsewhere.json");
+    fs::copy(dir.path().join("kept.json"), &elsewhere).unwrap();
+    let r = run(
+        dir.path(),
+        &["check", "--baseline", elsewhere.to_str().unwrap(), "."],
+    );
+    assert_eq!(r.code, Some(0), "{r:?}");
 }
 
 #[test]
@@ -729,31 +1364,10 @@ fn long_chains_are_parse_errors_not_aborts() {
 /// The language server parses an editor's buffer through the same guard:
 /// a buffer deep enough to abort is a `parse-error` diagnostic, and the
 /// next buffer is still served.
-#[test]
-fn the_language_server_is_guarded_too() {
-    let dir = repo();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockaudit"));
-    cmd.arg("lsp")
-        .current_dir(dir.path())
-        .env("MALLOC_ARENA_MAX", "2")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // SAFETY: setrlimit is async-signal-safe; nothing else runs between
-    // fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            let lim = libc::rlimit {
-                rlim_cur: MEMORY,
-                rlim_max: MEMORY,
-            };
-            if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn().unwrap();
+/// A language server session in `dir`, under the same cap and guard as
+/// every run: initialize, open each document (a path under `dir`), shut
+/// down. Returns the run, its messages on stdout.
+fn lsp(dir: &Path, docs: &[(&str, String)]) -> Run {
     let mut input = String::new();
     let mut send = |body: serde_json::Value| {
         let text = body.to_string();
@@ -763,21 +1377,8 @@ fn the_language_server_is_guarded_too() {
         serde_json::json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": { "capabilities": {} } }),
     );
     send(serde_json::json!({ "jsonrpc": "2.0", "method": "initialized", "params": {} }));
-    let root = dir.path().display().to_string();
-    for (name, text) in [
-        (
-            "while.rs",
-            format!("{WITNESS}{}", control("while ", 16_000)),
-        ),
-        (
-            "closures.rs",
-            format!(
-                "{WITNESS}pub fn g() {{ let f = {}1; }}\n",
-                "|a, b| ".repeat(16_000)
-            ),
-        ),
-        ("witness.rs", WITNESS.to_string()),
-    ] {
+    let root = dir.display().to_string();
+    for (name, text) in docs {
         send(
             serde_json::json!({ "jsonrpc": "2.0", "method": "textDocument/didOpen", "params": { "textDocument": {
             "uri": format!("file://{root}/{name}"), "languageId": "rust", "version": 1, "text": text } } }),
@@ -785,36 +1386,43 @@ fn the_language_server_is_guarded_too() {
     }
     send(serde_json::json!({ "jsonrpc": "2.0", "id": 2, "method": "shutdown", "params": null }));
     send(serde_json::json!({ "jsonrpc": "2.0", "method": "exit", "params": null }));
-    let mut stdin = child.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || {
-        use std::io::Write;
-        let _ = stdin.write_all(input.as_bytes());
-    });
-    let mut out = child.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut b = String::new();
-        let _ = out.read_to_string(&mut b);
-        b
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if start.elapsed() > TIMEOUT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("lockaudit lsp did not finish in {TIMEOUT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    writer.join().unwrap();
-    let out = reader.join().unwrap();
-    assert_eq!(status.code(), Some(0), "{status:?}\n{out}");
-    let diagnostics: Vec<&str> = out
-        .split("Content-Length")
+    let messages = tempfile::NamedTempFile::new().unwrap();
+    fs::write(messages.path(), input).unwrap();
+    run_with(dir, &["lsp"], |c| {
+        c.stdin(fs::File::open(messages.path()).unwrap());
+    })
+}
+
+/// The `publishDiagnostics` messages of a session.
+fn diagnostics(out: &str) -> Vec<&str> {
+    out.split("Content-Length")
         .filter(|m| m.contains("publishDiagnostics"))
-        .collect();
+        .collect()
+}
+
+#[test]
+fn the_language_server_is_guarded_too() {
+    let dir = repo();
+    let r = lsp(
+        dir.path(),
+        &[
+            (
+                "while.rs",
+                format!("{WITNESS}{}", control("while ", 16_000)),
+            ),
+            (
+                "closures.rs",
+                format!(
+                    "{WITNESS}pub fn g() {{ let f = {}1; }}\n",
+                    "|a, b| ".repeat(16_000)
+                ),
+            ),
+            ("witness.rs", WITNESS.to_string()),
+        ],
+    );
+    let out = &r.stdout;
+    assert_eq!(r.code, Some(0), "{r:?}");
+    let diagnostics = diagnostics(out);
     for name in ["while.rs", "closures.rs"] {
         assert!(
             diagnostics
@@ -999,6 +1607,118 @@ fn new_since_is_guarded_and_runs_nothing_from_the_repository() {
         }
     }
     assert!(!mark.exists(), "something from the repository ran");
+}
+
+fn git_out(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env_remove("GIT_DIR")
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A repository with two commits of the witness: the base and a change.
+fn two_commits() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    git(d, &["init", "-q"]);
+    fs::write(d.join("witness.rs"), WITNESS).unwrap();
+    git(d, &["add", "witness.rs"]);
+    git(d, &["commit", "-q", "-m", "base"]);
+    fs::write(d.join("witness.rs"), format!("{WITNESS}\nfn more() {{}}\n")).unwrap();
+    git(d, &["commit", "-q", "-a", "-m", "change"]);
+    dir
+}
+
+/// A partial clone whose base blob is missing, with a promisor remote
+/// whose URL runs a command: reading the base would fetch the blob, and
+/// the fetch would run it. lockaudit fetches nothing, runs nothing, and
+/// says how to fetch; a hostile environment changes none of that.
+#[test]
+fn new_since_never_fetches_what_a_partial_clone_left_out() {
+    let dir = two_commits();
+    let d = dir.path();
+    let blob = git_out(d, &["rev-parse", "HEAD~1:witness.rs"]);
+    fs::remove_file(d.join(".git/objects").join(&blob[..2]).join(&blob[2..])).unwrap();
+    let mark = d.join("MARKER");
+    git(d, &["config", "core.repositoryformatversion", "1"]);
+    git(d, &["config", "extensions.partialClone", "origin"]);
+    git(d, &["config", "remote.origin.promisor", "true"]);
+    git(
+        d,
+        &[
+            "config",
+            "remote.origin.url",
+            &format!("ext::sh -c touch% {}", mark.display()),
+        ],
+    );
+    git(d, &["config", "protocol.ext.allow", "always"]);
+    // The trap is armed: git itself, asked for the blob, runs the command.
+    let _ = Command::new("git")
+        .args(["cat-file", "-p", &blob])
+        .current_dir(d)
+        .env_remove("GIT_NO_LAZY_FETCH")
+        .env_remove("GIT_ALLOW_PROTOCOL")
+        .output();
+    assert!(
+        mark.exists(),
+        "git fetches the missing blob through `ext::`"
+    );
+    fs::remove_file(&mark).unwrap();
+    let args = ["check", "--format", "short", "--new-since", "HEAD~1", "."];
+    let r = run_with(d, &args, |c| {
+        // Variables a caller may have set: none reaches git.
+        c.env("GIT_CONFIG_PARAMETERS", "'protocol.allow'='always'")
+            .env("GIT_CONFIG_COUNT", "1")
+            .env("GIT_CONFIG_KEY_0", "protocol.ext.allow")
+            .env("GIT_CONFIG_VALUE_0", "always");
+    });
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(
+        !mark.exists(),
+        "lockaudit made git run the promisor's command"
+    );
+    assert!(r.stderr.contains("`git fetch"), "{r:?}");
+    assert!(r.stderr.contains(&blob), "{r:?}");
+    assert_no_command("stderr", &r.raw_stderr, false);
+
+    // The twin: the same repository with nothing missing, run from a
+    // caller whose environment points git elsewhere.
+    let dir = two_commits();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let r = run_with(dir.path(), &args, |c| {
+        c.env("GIT_DIR", elsewhere.path())
+            .env("GIT_WORK_TREE", elsewhere.path())
+            .env("GIT_INDEX_FILE", elsewhere.path().join("index"))
+            .env("GIT_OBJECT_DIRECTORY", elsewhere.path());
+    });
+    assert_eq!(r.code, Some(0), "{r:?}");
+    assert!(
+        r.stdout.contains("1 already present at the base revision"),
+        "{r:?}"
+    );
+}
+
+/// A git that never finishes (its alternates file is a FIFO nobody
+/// writes) is stopped at the time limit: an error, not a hang.
+#[test]
+fn new_since_stops_a_git_that_never_finishes() {
+    let dir = two_commits();
+    let d = dir.path();
+    fs::create_dir_all(d.join(".git/objects/info")).unwrap();
+    mkfifo(&d.join(".git/objects/info/alternates"));
+    let r = run_with(
+        d,
+        &["check", "--format", "short", "--new-since", "HEAD~1", "."],
+        |c| {
+            c.env("LOCKAUDIT_INTERNAL_GIT_TIME_LIMIT_MS", "1500");
+        },
+    );
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(r.stderr.contains("did not finish in 1.5 s"), "{r:?}");
 }
 
 // ---------------------------------------------------------------------
@@ -1547,6 +2267,84 @@ fn closed_streams_lose_nothing_silently() {
         stderr.contains("cannot write the report to standard output"),
         "{stderr}"
     );
+}
+
+/// Runs with standard output closed (`>&-`), or the file `to` as it.
+fn run_stdout(dir: &Path, args: &[&str], to: Option<&Path>) -> Run {
+    run_with(dir, args, |c| match to {
+        Some(p) => {
+            c.stdout(fs::OpenOptions::new().write(true).open(p).unwrap());
+        }
+        None => {
+            c.stdout(Stdio::null());
+            // SAFETY: close is async-signal-safe.
+            unsafe {
+                c.pre_exec(|| {
+                    libc::close(1);
+                    Ok(())
+                });
+            }
+        }
+    })
+}
+
+/// A report standard output cannot take (closed, a full disk, a pipe
+/// nobody reads) is exit 2 with a message, in every command that prints
+/// one; `--output`, `/dev/null` and a reader that took part still work.
+#[test]
+fn a_report_standard_output_cannot_take_is_exit_2() {
+    let dir = repo();
+    fs::write(
+        dir.path().join("acquire.rs"),
+        "use redis::Commands;\nfn f(con: &mut redis::Connection) -> redis::RedisResult<()> {\n    let _: bool = con.set_nx(\"lock:a\", 1)?;\n    Ok(())\n}\n",
+    )
+    .unwrap();
+    let pack = dir.path().join("acme-locks.yaml");
+    fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/packs/custom/acme-locks.yaml"),
+        &pack,
+    )
+    .unwrap();
+    let commands: [&[&str]; 4] = [
+        &["check", "."],
+        &["annotate", "--purpose", "efficiency", "acquire.rs"],
+        &["test-pack", "acme-locks.yaml", "witness.rs"],
+        &["rules"],
+    ];
+    for args in commands {
+        let r = run_stdout(dir.path(), args, None);
+        assert_eq!(r.code, Some(2), "closed: {args:?}: {r:?}");
+        assert!(
+            r.stderr
+                .contains("cannot write the report to standard output: it is closed"),
+            "{args:?}: {r:?}"
+        );
+        if Path::new("/dev/full").exists() {
+            let r = run_stdout(dir.path(), args, Some(Path::new("/dev/full")));
+            assert_eq!(r.code, Some(2), "full: {args:?}: {r:?}");
+            assert!(
+                r.stderr
+                    .contains("cannot write the report to standard output"),
+                "{args:?}: {r:?}"
+            );
+        }
+        let (code, stderr) = run_closed(dir.path(), args, true);
+        assert_eq!(code, Some(2), "unread pipe: {args:?}: {stderr}");
+    }
+    // The twins: the report goes where it was asked to.
+    let r = run_stdout(dir.path(), &["check", "--output", "r.txt", "."], None);
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert!(fs::read_to_string(dir.path().join("r.txt"))
+        .unwrap()
+        .contains("unowned-release"));
+    let r = run_stdout(dir.path(), &["check", "."], Some(Path::new("/dev/null")));
+    assert_eq!(r.code, Some(1), "{r:?}");
+    let r = run_stdout(
+        dir.path(),
+        &["annotate", "--purpose", "efficiency", "acquire.rs"],
+        Some(Path::new("/dev/null")),
+    );
+    assert_eq!(r.code, Some(0), "{r:?}");
 }
 
 #[test]

@@ -7,7 +7,6 @@
 //! acquisitions are no longer reported.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::PathBuf;
 
 use crate::app::{self, Failure};
@@ -35,7 +34,7 @@ pub fn run(args: &AnnotateArgs) -> Result<ExitStatus, Failure> {
     }
     let audit = app::audit(&prepared, false)?;
     for u in &audit.unreadable {
-        eprintln!("error: {u}");
+        crate::escape::eprintln(&format!("error: {u}"));
     }
     let purpose: Purpose = args.purpose.into();
 
@@ -74,10 +73,9 @@ pub fn run(args: &AnnotateArgs) -> Result<ExitStatus, Failure> {
         for line in at {
             match fix::line_above_edit(&src, &lexed, line, &comment) {
                 Some(e) => edits.push(e),
-                None => eprintln!(
-                    "warning: {}:{line}: cannot annotate here (the line starts inside a comment)",
-                    escape(shown)
-                ),
+                None => crate::escape::eprintln(&format!(
+                    "warning: {shown}:{line}: cannot annotate here (the line starts inside a comment)"
+                )),
             }
         }
         if edits.is_empty() {
@@ -85,8 +83,8 @@ pub fn run(args: &AnnotateArgs) -> Result<ExitStatus, Failure> {
         }
         let refs: Vec<&Edit> = edits.iter().collect();
         if args.write {
-            if let Err(why) = super::fix::rewrite(path, &roots, text, &refs) {
-                eprintln!("warning: {}: {why}", escape(shown));
+            if let Err(why) = super::fix::rewrite(path, &roots, &prepared.root, text, &refs) {
+                crate::escape::eprintln(&format!("warning: {shown}: {why}"));
                 failed = true;
                 continue;
             }
@@ -97,35 +95,27 @@ pub fn run(args: &AnnotateArgs) -> Result<ExitStatus, Failure> {
         annotated += edits.len();
         files += 1;
     }
-    if !diff.is_empty() {
-        let mut out = std::io::stdout().lock();
-        // A context line ` ::error …` is a workflow command once a runner
-        // trims its leading space.
-        let diff = crate::escape::log(&diff, false);
-        match out.write_all(diff.as_bytes()).and_then(|_| out.flush()) {
-            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-                return Err(Failure(e.to_string()))
-            }
-            _ => {}
-        }
-    }
+    // Written as every report is: a context line ` ::error …` is no
+    // workflow command once a runner trims its leading space, and a diff
+    // nobody can read is an error.
+    app::emit(None, &diff)?;
     let n = |k: usize, what: &str| format!("{k} {what}{}", if k == 1 { "" } else { "s" });
     if annotated == 0 {
-        eprintln!("every acquisition already has a purpose");
+        crate::escape::eprintln("every acquisition already has a purpose");
     } else if args.write {
-        eprintln!(
+        crate::escape::eprintln(&format!(
             "annotated {} in {} as `{}`: replace each `TODO: why` with the reason",
             n(annotated, "acquisition"),
             n(files, "file"),
             purpose.as_str()
-        );
+        ));
     } else {
-        eprintln!(
+        crate::escape::eprintln(&format!(
             "{} in {} would be annotated as `{}`; run with --write to apply",
             n(annotated, "acquisition"),
             n(files, "file"),
             purpose.as_str()
-        );
+        ));
     }
     Ok(
         if failed || audit.internal_error || !audit.unreadable.is_empty() {
@@ -137,38 +127,18 @@ pub fn run(args: &AnnotateArgs) -> Result<ExitStatus, Failure> {
 }
 
 /// A unified diff of one file (`a/PATH`, `b/PATH`, three lines of context),
-/// with control characters of the source escaped so that a terminal shows
-/// them instead of obeying them.
+/// escaped as every source text is ([`crate::escape::source_lines`]): a
+/// terminal shows control, invisible and bidirectional characters instead
+/// of obeying them; tabs and CRLF line ends stay.
 pub fn unified_diff(path: &str, old: &str, new: &str) -> String {
     let diff = similar::TextDiff::from_lines(old, new);
-    let path = escape(path);
+    let path = crate::escape::text(path);
     let text = diff
         .unified_diff()
         .context_radius(3)
         .header(&format!("a/{path}"), &format!("b/{path}"))
         .to_string();
-    escape_lines(&text)
-}
-
-/// `\u{1b}` and other control characters as `\u{..}`; tabs, line feeds
-/// and the carriage return of a CRLF stay as they are.
-fn escape_lines(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        let keep = c == '\t' || c == '\n' || (c == '\r' && chars.peek() == Some(&'\n'));
-        if c.is_control() && !keep {
-            out.push_str(&format!("\\u{{{:x}}}", c as u32));
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// A path or text for one line of the terminal: control characters escaped.
-pub(crate) fn escape(s: &str) -> String {
-    escape_lines(&s.replace(['\n', '\r'], "?"))
+    crate::escape::source_lines(&text)
 }
 
 #[cfg(test)]
@@ -181,11 +151,11 @@ mod tests {
         let new = "a\r\nx\r\n\u{1b}[31mb\r\n";
         let d = unified_diff("src/e\u{1b}.rs", old, new);
         assert!(
-            d.starts_with("--- a/src/e\\u{1b}.rs\n+++ b/src/e\\u{1b}.rs\n"),
+            d.starts_with("--- a/src/e\\x1b.rs\n+++ b/src/e\\x1b.rs\n"),
             "{d}"
         );
         assert!(d.contains("+x\r\n"), "{d}");
-        assert!(d.contains(" \\u{1b}[31mb\r\n"), "{d}");
+        assert!(d.contains(" \\x1b[31mb\r\n"), "{d}");
         assert!(!d.contains('\u{1b}'));
     }
 }

@@ -2,11 +2,12 @@
 //! audited files. A file is rewritten only when it is a regular file (never
 //! through a symbolic link), lies inside a path named on the command line,
 //! and still holds the text that was audited; the new text replaces it
-//! atomically (a temporary file in the same directory, then a rename), with
-//! the old file's permissions and byte order mark.
+//! through the one writer ([`crate::write`]): atomically, with the old
+//! file's permissions and byte order mark, never through a linked
+//! directory below the repository root, never over a read-only file, and
+//! only if the file still holds what was read just before the rename.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::app::{Audit, Failure, Prepared};
@@ -82,7 +83,7 @@ pub fn apply(prepared: &Prepared, audit: &Audit, roots: &[PathBuf]) -> Result<Ap
         };
         let taken = non_overlapping(&fixes);
         let edits: Vec<&Edit> = taken.iter().flat_map(|f| f.edits.iter()).collect();
-        match rewrite(path, &roots, audited, &edits) {
+        match rewrite(path, &roots, &prepared.root, audited, &edits) {
             Ok(()) => {
                 out.fixes += taken.len();
                 out.files += 1;
@@ -93,10 +94,13 @@ pub fn apply(prepared: &Prepared, audit: &Audit, roots: &[PathBuf]) -> Result<Ap
     Ok(out)
 }
 
-/// Rewrites one file with `edits` applied to the text that was audited.
+/// Rewrites one file with `edits` applied to the text that was audited,
+/// through the one writer ([`crate::write`]): `root` is the repository
+/// root, below which no symbolic link is followed.
 pub(crate) fn rewrite(
     path: &Path,
     roots: &[PathBuf],
+    root: &Path,
     audited: &str,
     edits: &[&Edit],
 ) -> Result<(), String> {
@@ -119,23 +123,15 @@ pub(crate) fn rewrite(
         return Err("changed since it was audited, not fixed".into());
     }
     let (text, _) = fix::apply(audited, edits);
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
+    let mut new = Vec::with_capacity(text.len() + 3);
+    if bom {
+        new.extend_from_slice(b"\xEF\xBB\xBF");
+    }
+    new.extend_from_slice(text.as_bytes());
+    let opts = crate::write::Options {
+        root,
+        read: Some(&bytes),
+        keep_mode: true,
     };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".lockaudit-fix-")
-        .permissions(meta.permissions())
-        .tempfile_in(&dir)
-        .map_err(|e| format!("cannot write: {e}"))?;
-    let bom_bytes: &[u8] = if bom { b"\xEF\xBB\xBF" } else { b"" };
-    tmp.write_all(bom_bytes)
-        .and_then(|_| tmp.write_all(text.as_bytes()))
-        .and_then(|_| tmp.as_file().sync_all())
-        .map_err(|e| format!("cannot write: {e}"))?;
-    // The rename replaces the directory entry: even a symbolic link put in
-    // its place since the check above is replaced, not written through.
-    tmp.persist(path)
-        .map_err(|e| format!("cannot write: {}", e.error))?;
-    Ok(())
+    crate::write::replace(path, &new, &opts).map_err(|e| format!("cannot write: {e}"))
 }

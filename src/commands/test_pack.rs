@@ -161,14 +161,14 @@ pub fn run(args: &TestPackArgs) -> Result<ExitStatus, Failure> {
             plural(n),
             plural(expected_total)
         ));
-        print!("{report}");
+        crate::app::emit(None, &report)?;
         Ok(ExitStatus::Clean)
     } else {
         report.push_str(&format!(
             "test-pack: {failed} of {n} fixture{} failed\n",
             plural(n)
         ));
-        print!("{report}");
+        crate::app::emit(None, &report)?;
         Ok(ExitStatus::Findings)
     }
 }

@@ -199,6 +199,30 @@ pub fn repo_root(dir: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
+/// Whether `path` resolves, after every symbolic link, to a file or
+/// directory inside `root` (itself canonical, or resolved here) and not
+/// under a `.git` directory there: git's own files are not the
+/// repository's content. The one containment rule for everything read
+/// from a tree a stranger controls: discovered configs, the rule packs
+/// they name, baselines, and the files `mod` declarations reach.
+pub fn inside_repository(path: &Path, root: &Path) -> bool {
+    let (Ok(real), Ok(root)) = (std::fs::canonicalize(path), std::fs::canonicalize(root)) else {
+        return false;
+    };
+    real.strip_prefix(&root)
+        .is_ok_and(|rel| !rel.components().any(|c| c.as_os_str() == ".git"))
+}
+
+/// The root a discovered config (or what it names) must stay inside: its
+/// repository, or, outside one, its own directory.
+pub fn containment_root(config: &Path) -> PathBuf {
+    let dir = match config.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    repo_root(&dir).unwrap_or(dir)
+}
+
 /// Loads a config named on the command line: trusted, so it and the rule
 /// packs it names may be anywhere.
 pub fn load(path: &Path, shown: &str) -> Result<Settings, YamlErrors> {
@@ -206,20 +230,20 @@ pub fn load(path: &Path, shown: &str) -> Result<Settings, YamlErrors> {
 }
 
 /// Loads a config that discovery found in the audited tree, which may come
-/// from a stranger: the config itself and every rule pack it names must
-/// resolve, after symbolic links, inside `root` (the repository). A config
-/// that does not is not read at all, so nothing of it is ever quoted.
-pub fn load_discovered(path: &Path, root: &Path, shown: &str) -> Result<Settings, YamlErrors> {
-    let inside = match (std::fs::canonicalize(path), std::fs::canonicalize(root)) {
-        (Ok(p), Ok(r)) => p.starts_with(&r),
-        _ => false,
-    };
-    if !inside {
+/// from a stranger; every command that discovers configs loads them here.
+/// The config itself and every rule pack it names must resolve, after
+/// symbolic links, inside its repository ([`inside_repository`],
+/// [`containment_root`]). A config that does not is not read at all, so
+/// nothing of it is ever quoted.
+pub fn load_discovered(path: &Path, shown: &str) -> Result<Settings, YamlErrors> {
+    let root = containment_root(path);
+    let root = root.as_path();
+    if !inside_repository(path, root) {
         let mut c = Collector::new(shown, "");
         c.at(
             &[],
             format!(
-                "the config resolves outside the repository ({}): not read",
+                "the config resolves outside the repository ({}) or into its `.git`: not read",
                 crate::escape::path(root)
             ),
             Some("a config found in the audited tree must be a file inside it; pass a config kept elsewhere with `--config`".into()),
@@ -336,7 +360,18 @@ fn validate(
     };
     for (i, r) in raw.rules.iter().enumerate() {
         let p = base.join(r);
-        if !p.exists() {
+        if let Some(root) = &root {
+            // One answer whether the path is missing, outside, or not a
+            // file: a config from the tree cannot learn what exists
+            // outside the repository.
+            if !(inside_repository(&p, root) && p.is_file()) {
+                c.at(
+                    &["rules".into(), Seg::Index(i)],
+                    format!("rule pack `{r}` is not a regular file inside the repository: not read"),
+                    Some("paths in `rules` are relative to the config file; a config found in the audited tree may only name packs inside the repository (not under `.git`): pass a config kept elsewhere with `--config`".into()),
+                );
+            }
+        } else if !p.exists() {
             c.at(
                 &["rules".into(), Seg::Index(i)],
                 format!("rule pack `{r}` does not exist"),
@@ -348,15 +383,6 @@ fn validate(
                 format!("rule pack `{r}` is not a regular file"),
                 None,
             );
-        } else if let Some(root) = &root {
-            let inside = std::fs::canonicalize(&p).is_ok_and(|real| real.starts_with(root));
-            if !inside {
-                c.at(
-                    &["rules".into(), Seg::Index(i)],
-                    format!("rule pack `{r}` resolves outside the repository: not read"),
-                    Some("a discovered config may only name packs inside the repository; pass a config kept elsewhere with `--config`".into()),
-                );
-            }
         }
         settings.rules.push(p);
     }

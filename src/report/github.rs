@@ -104,20 +104,28 @@ fn command(f: &Finding, level: &str) -> String {
     )
 }
 
-/// Text for a Markdown table cell: no line breaks, `|` and HTML escaped.
 /// A table cell of the step summary: plain text. HTML, a `|`, and the
 /// Markdown of links and images (`[…](…)`, `![…]`, `<https://…>`) are
-/// shown as their characters, and so are emphasis and code marks.
+/// shown as their characters, and so are emphasis and code marks. GitHub's
+/// Markdown also links bare addresses (`https://…`, `www.…`, `a@b.c`): a
+/// `:`, and the `.` of `www.`, are written as character references, which
+/// its autolinker does not read through, and an `@` follows an empty
+/// `<wbr>` (a word-break opportunity, which shows nothing), which it does
+/// not link across.
 fn cell(s: &str) -> String {
     let escaped = crate::escape::text(s);
     let mut out = String::with_capacity(escaped.len() + 8);
-    for c in escaped.chars() {
+    for (i, c) in escaped.char_indices() {
         match c {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '|' => out.push_str("\\|"),
-            '[' | ']' | '(' | ')' | '!' | '*' | '_' | '`' | '~' | '\\' | '#' => {
+            '@' => out.push_str("<wbr>@"),
+            '.' if i >= 3 && escaped.as_bytes()[i - 3..i].eq_ignore_ascii_case(b"www") => {
+                out.push_str("&#46;")
+            }
+            '[' | ']' | '(' | ')' | '!' | '*' | '_' | '`' | '~' | '\\' | '#' | ':' => {
                 out.push_str(&format!("&#{};", c as u32))
             }
             c => out.push(c),
@@ -167,7 +175,11 @@ mod tests {
         assert_eq!(super::escape_data("a\nb"), "a%0Ab");
         assert_eq!(
             super::cell("[x](https://e.com) ![i](u) |"),
-            "&#91;x&#93;&#40;https://e.com&#41; &#33;&#91;i&#93;&#40;u&#41; \\|"
+            "&#91;x&#93;&#40;https&#58;//e.com&#41; &#33;&#91;i&#93;&#40;u&#41; \\|"
+        );
+        assert_eq!(
+            super::cell("www.e.com WWW.e.com a@e.com src/lib.rs"),
+            "www&#46;e.com WWW&#46;e.com a<wbr>@e.com src/lib.rs"
         );
     }
 }

@@ -200,7 +200,12 @@ fn root_uri(root: Option<&std::path::Path>) -> String {
         Some(r) => r.to_path_buf(),
         None => std::env::current_dir().unwrap_or_default(),
     };
-    let mut s = dir.to_string_lossy().replace('\\', "/");
+    // A backslash separates only on Windows; elsewhere it is part of a
+    // name, and is percent-encoded below.
+    let mut s = dir.to_string_lossy().into_owned();
+    if cfg!(windows) {
+        s = s.replace('\\', "/");
+    }
     if !s.starts_with('/') {
         s.insert(0, '/');
     }

@@ -329,7 +329,15 @@ impl Server {
         }
         let mut settings = Settings::default();
         if let Some(c) = &config {
-            match config::load(c, &walk::display_path(c, &self.cwd)) {
+            let shown = walk::display_path(c, &self.cwd);
+            // `--config` is trusted; a discovered config must stay inside
+            // its repository, as in `check`.
+            let loaded = if self.options.config.is_some() {
+                config::load(c, &shown)
+            } else {
+                config::load_discovered(c, &shown)
+            };
+            match loaded {
                 Ok(s) => settings = s,
                 Err(e) => self.show(MessageType::ERROR, app::render_yaml_errors(&e, false)),
             }
