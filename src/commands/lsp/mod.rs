@@ -146,10 +146,13 @@ impl Server {
                 read += 1;
                 match msg {
                     Message::Request(req) => {
+                        // What was edited before a request is analysed
+                        // before it is answered (a shutdown too: the
+                        // editor sees the diagnostics of what it sent).
+                        self.analyze_dirty();
                         if self.conn.handle_shutdown(&req)? {
                             return Ok(());
                         }
-                        self.analyze_dirty();
                         let resp = self.request(req);
                         self.send(Message::Response(resp));
                     }
