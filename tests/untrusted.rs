@@ -1520,29 +1520,7 @@ fn the_cross_file_lookup_never_reads_excluded_files() {
     assert!(r.code.is_some(), "{r:?}");
 }
 
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args([
-            "-c",
-            "user.name=Test",
-            "-c",
-            "user.email=test@example.com",
-            "-c",
-            "commit.gpgsign=false",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .env_remove("GIT_DIR")
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+use common::git;
 
 /// `--new-since` parses the base revision through the same guard, and a
 /// hostile `.git/config` executes nothing (held).
