@@ -1943,3 +1943,112 @@ fn a_trait_with_hundreds_of_agreeing_lock_implementations_stays_bounded() {
     assert_eq!(count("src/slots.rs", "missing-purpose"), 300);
     assert_eq!(count("src/users.rs", "missing-purpose"), 0);
 }
+
+// ---------------------------------------------------------------------
+// 12. Ceilings no config can raise; one budget for what is parsed at once.
+
+/// `bytes` of plain, valid code with one lock call: parsed and modelled
+/// whole (the pre-filter lets it through), at a cost of hundreds of bytes
+/// of memory per byte of source.
+fn heavy(bytes: usize) -> String {
+    let mut s = String::from(
+        "pub fn g(con: &mut redis::Connection, lock_key: &str) {\n    let _ = con.del(lock_key);\n}\npub fn f() {\n",
+    );
+    let line = "    let a = b.c(d, e, [1, 2, 3]);\n";
+    s.push_str(&line.repeat(bytes / line.len()));
+    s.push_str("}\n");
+    s
+}
+
+#[test]
+fn the_repository_config_cannot_raise_the_file_size_past_the_ceiling() {
+    let dir = repo();
+    let d = dir.path();
+    // 12 MB that would take gigabytes to model.
+    fs::write(d.join("big.rs"), heavy(12 << 20)).unwrap();
+    fs::write(d.join("lockaudit.yaml"), "max-file-size: 67108864\n").unwrap();
+    let r = run(d, &["check", "--format", "short", "."]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(
+        r.stdout.contains(
+            "big.rs:1:1: note[parse-error]: file was not audited: larger than 8388608 bytes"
+        ),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("witness.rs:4:9: error[unowned-release]"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stderr.contains(
+            "warning: lockaudit.yaml:1:16: `max-file-size: 67108864` is above the hard ceiling of 8388608 bytes"
+        ),
+        "{}",
+        r.stderr
+    );
+    // `--config` is held to the same ceiling.
+    let r = run(
+        d,
+        &[
+            "check",
+            "--config",
+            "lockaudit.yaml",
+            "--format",
+            "short",
+            ".",
+        ],
+    );
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(
+        r.stdout.contains("big.rs:1:1: note[parse-error]"),
+        "{}",
+        r.stdout
+    );
+    // The twin: a limit below the ceiling is the config's, with no warning.
+    fs::write(d.join("big.rs"), heavy(64 << 10)).unwrap();
+    fs::write(d.join("lockaudit.yaml"), "max-file-size: 65536\n").unwrap();
+    let r = run(d, &["check", "--format", "short", "."]);
+    assert!(
+        r.stdout.contains(
+            "big.rs:1:1: note[parse-error]: file was not audited: larger than 65536 bytes"
+        ),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stderr.contains("warning"), "{}", r.stderr);
+    fs::write(d.join("lockaudit.yaml"), "max-file-size: 8388608\n").unwrap();
+    let r = run(d, &["check", "--format", "short", "."]);
+    assert!(
+        r.stdout.contains("big.rs:2:17: error[unowned-release]"),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stderr.contains("warning"), "{}", r.stderr);
+}
+
+/// Eight files of 1.5 MB on eight workers: each alone fits the memory cap,
+/// all at once do not. What is parsed at once stays within one budget,
+/// whatever `--jobs` says.
+#[test]
+#[ignore = "parses 12 MB of source in a debug build"]
+fn what_is_parsed_at_once_stays_within_one_budget_whatever_the_jobs() {
+    let dir = repo();
+    let d = dir.path();
+    let text = heavy(3 << 19);
+    for i in 0..8 {
+        fs::write(d.join(format!("big{i}.rs")), &text).unwrap();
+    }
+    let r = run(d, &["check", "--jobs", "8", "--format", "short", "."]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    for i in 0..8 {
+        assert!(
+            r.stdout
+                .contains(&format!("big{i}.rs:2:17: error[unowned-release]")),
+            "big{i}.rs: {}",
+            r.stdout
+        );
+    }
+    assert!(r.stdout.contains("9 files audited"), "{}", r.stdout);
+}

@@ -237,6 +237,7 @@ impl FnIndex {
 }
 
 fn model_of(path: &str, text: &str, packs: &PackSet, lock_name: &Regex) -> Option<Arc<FileModel>> {
+    let _permit = crate::parse::permit(text.len());
     let file = crate::parse::file(text).ok()?;
     let src = SourceFile::new(path, text);
     let model = extract::extract(&file, &src, packs, &Options::new(lock_name));

@@ -293,7 +293,12 @@ impl Server {
         let mut settings = Settings::default();
         if let Some(c) = &config {
             match config::load(c, &walk::display_path(c, &self.cwd)) {
-                Ok(s) => settings = s,
+                Ok(s) => {
+                    for w in &s.warnings {
+                        self.show(MessageType::WARNING, w.clone());
+                    }
+                    settings = s;
+                }
                 Err(e) => self.show(MessageType::ERROR, app::render_yaml_errors(&e, false)),
             }
         }
