@@ -2052,3 +2052,152 @@ fn what_is_parsed_at_once_stays_within_one_budget_whatever_the_jobs() {
     }
     assert!(r.stdout.contains("9 files audited"), "{}", r.stdout);
 }
+
+/// One language server session under the memory cap and the timeout:
+/// `input` is what the client writes (then its end). The exit code (`None`:
+/// killed by a signal), standard output and standard error.
+fn lsp_session(dir: &Path, input: Vec<u8>) -> (Option<i32>, String, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockaudit"));
+    cmd.arg("lsp")
+        .current_dir(dir)
+        .env("MALLOC_ARENA_MAX", "2")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs between
+    // fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: MEMORY,
+                rlim_max: MEMORY,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        let _ = stdin.write_all(&input);
+    });
+    let mut out = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = out.read_to_end(&mut b);
+        b
+    });
+    let mut err = child.stderr.take().unwrap();
+    let err_reader = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = err.read_to_end(&mut b);
+        b
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("lockaudit lsp did not finish in {TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    writer.join().unwrap();
+    let out = String::from_utf8_lossy(&reader.join().unwrap()).into_owned();
+    let err = String::from_utf8_lossy(&err_reader.join().unwrap()).into_owned();
+    (status.code(), out, err)
+}
+
+/// A framed client message.
+fn lsp_message(body: &serde_json::Value) -> Vec<u8> {
+    let text = body.to_string();
+    format!("Content-Length: {}\r\n\r\n{text}", text.len()).into_bytes()
+}
+
+fn lsp_open(dir: &Path, name: &str, text: &str) -> serde_json::Value {
+    serde_json::json!({ "jsonrpc": "2.0", "method": "textDocument/didOpen", "params": { "textDocument": {
+        "uri": format!("file://{}/{name}", dir.display()), "languageId": "rust", "version": 1, "text": text } } })
+}
+
+fn lsp_start() -> Vec<u8> {
+    let mut input = lsp_message(
+        &serde_json::json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": { "capabilities": {} } }),
+    );
+    input.extend(lsp_message(
+        &serde_json::json!({ "jsonrpc": "2.0", "method": "initialized", "params": {} }),
+    ));
+    input
+}
+
+fn lsp_stop() -> Vec<u8> {
+    let mut input = lsp_message(
+        &serde_json::json!({ "jsonrpc": "2.0", "id": 2, "method": "shutdown", "params": null }),
+    );
+    input.extend(lsp_message(
+        &serde_json::json!({ "jsonrpc": "2.0", "method": "exit", "params": null }),
+    ));
+    input
+}
+
+/// The diagnostics published for `name`, as JSON text.
+fn published<'a>(out: &'a str, name: &str) -> Vec<&'a str> {
+    out.split("Content-Length")
+        .filter(|m| m.contains("publishDiagnostics") && m.contains(&format!("/{name}\"")))
+        .collect()
+}
+
+#[test]
+fn the_language_server_bounds_messages_and_documents() {
+    let dir = repo();
+    let d = dir.path();
+    let mut input = lsp_start();
+    // A message over the limit (a 70 MB document): read past, never kept.
+    input.extend(lsp_message(&lsp_open(d, "huge.rs", &heavy(70 << 20))));
+    // A document under the message limit and over the file size ceiling:
+    // a note, never parsed.
+    input.extend(lsp_message(&lsp_open(d, "big.rs", &heavy(12 << 20))));
+    // The twin: a document of ordinary size is served as before.
+    input.extend(lsp_message(&lsp_open(d, "witness.rs", WITNESS)));
+    input.extend(lsp_stop());
+    let (code, out, err) = lsp_session(d, input);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(published(&out, "huge.rs").is_empty(), "{err}");
+    assert!(
+        out.contains("a message of ") && out.contains("larger than the 67108864-byte limit"),
+        "{err}"
+    );
+    let big = published(&out, "big.rs");
+    assert!(
+        big.iter().any(|m| m.contains("parse-error")
+            && m.contains("file was not audited: larger than 8388608 bytes")),
+        "{big:?}"
+    );
+    assert!(
+        published(&out, "witness.rs")
+            .iter()
+            .any(|m| m.contains("unowned-release")),
+        "{out}"
+    );
+    // A length far beyond memory, then the end of the input: nothing is
+    // allocated for it, and the server ends cleanly.
+    let mut input = lsp_start();
+    input.extend(b"Content-Length: 3000000000\r\n\r\n{}");
+    let (code, _out, err) = lsp_session(d, input);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("a message of 3000000000 bytes is larger than the 67108864-byte limit"),
+        "{err}"
+    );
+    // A header lockaudit cannot follow stops the server with a message.
+    let mut input = lsp_start();
+    input.extend(b"Content-Length: many\r\n\r\n{}");
+    let (code, _out, err) = lsp_session(d, input);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("Content-Length that is not a number"), "{err}");
+}
