@@ -2201,3 +2201,87 @@ fn the_language_server_bounds_messages_and_documents() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("Content-Length that is not a number"), "{err}");
 }
+
+// ---------------------------------------------------------------------
+// 13. Output linear in the input, on lines megabytes long.
+
+/// One line of 2.4 MB, wide characters first (a comment of `é😀\t`), then
+/// `calls` findings: the line, the number of the first finding's column in
+/// characters and in UTF-16 units.
+fn long_wide_line(calls: usize) -> (String, usize, usize) {
+    let mut line = String::from(
+        "pub fn f(con: &mut redis::Connection, lock_key: &str) -> redis::RedisResult<()> { /* ",
+    );
+    while line.len() < 2_400_000 {
+        line.push_str("é😀\t");
+    }
+    line.push_str(" */ ");
+    let chars = line.chars().count();
+    let units: usize = line.chars().map(char::len_utf16).sum();
+    for _ in 0..calls {
+        line.push_str("con.del(lock_key)?; ");
+    }
+    line.push_str("Ok(()) }");
+    // The finding stands at `del`.
+    (line, chars + 5, units + 4)
+}
+
+#[test]
+fn findings_on_a_megabyte_line_print_in_linear_time() {
+    let dir = repo();
+    let (line, column, _) = long_wide_line(2_000);
+    fs::write(dir.path().join("long.rs"), format!("{line}\n")).unwrap();
+    let r = run(dir.path(), &["check", "--color", "never", "."]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert_eq!(r.stdout.matches("error[unowned-release]").count(), 2_001);
+    assert!(
+        r.stdout.contains(&format!("--> long.rs:1:{column}\n")),
+        "{}",
+        &r.stdout[..2000]
+    );
+    assert!(r
+        .stdout
+        .contains(&format!("--> long.rs:1:{}\n", column + 20 * 1_999)));
+    // Each shown line is cut around its span, with an ellipsis where it
+    // was cut (the line's end shows on the last ones).
+    let shown: Vec<&str> = r.stdout.lines().filter(|l| l.starts_with("1 | ")).collect();
+    assert_eq!(shown.len(), 2_000);
+    assert!(
+        shown.iter().all(|l| l.chars().count() <= 100
+            && l.starts_with("1 | ...")
+            && l.contains("del(lock_key)")),
+        "{:?}",
+        &shown[..3]
+    );
+    assert!(shown[0].ends_with("...") && shown[1_999].ends_with("Ok(()) }"));
+    assert!(
+        r.raw_stdout.len() < 4 << 20,
+        "{} bytes of human output",
+        r.raw_stdout.len()
+    );
+}
+
+#[test]
+fn the_language_server_converts_positions_on_a_megabyte_line_in_linear_time() {
+    let dir = repo();
+    let d = dir.path();
+    let (line, _, units) = long_wide_line(2_000);
+    let mut input = lsp_start();
+    input.extend(lsp_message(&lsp_open(d, "long.rs", &format!("{line}\n"))));
+    input.extend(lsp_stop());
+    let (code, out, err) = lsp_session(d, input);
+    assert_eq!(code, Some(0), "{err}");
+    let found = published(&out, "long.rs");
+    assert_eq!(found.len(), 1, "{err}");
+    let body = &found[0][found[0].find('{').unwrap()..];
+    let v: serde_json::Value = serde_json::from_str(body).unwrap();
+    let diagnostics = v["params"]["diagnostics"].as_array().unwrap();
+    let starts: Vec<u64> = diagnostics
+        .iter()
+        .filter(|d| d["code"] == "unowned-release")
+        .map(|d| d["range"]["start"]["character"].as_u64().unwrap())
+        .collect();
+    assert_eq!(starts.len(), 2_000);
+    assert!(starts.contains(&(units as u64)), "{:?}", &starts[..3]);
+    assert!(starts.contains(&((units + 20 * 1_999) as u64)));
+}
