@@ -2285,3 +2285,46 @@ fn the_language_server_converts_positions_on_a_megabyte_line_in_linear_time() {
     assert!(starts.contains(&(units as u64)), "{:?}", &starts[..3]);
     assert!(starts.contains(&((units + 20 * 1_999) as u64)));
 }
+
+/// A config with tens of thousands of wrong entries: each problem shown is
+/// located in the file, so past the first hundred they are only counted.
+#[test]
+fn a_config_with_thousands_of_problems_is_reported_in_linear_time() {
+    let dir = repo();
+    let d = dir.path();
+    let mut checks = String::from("checks:\n");
+    let mut keys = String::new();
+    for i in 0..20_000 {
+        checks.push_str(&format!("  no-such-check-{i}: off\n"));
+        keys.push_str(&format!("no-such-key-{i}: 1\n"));
+    }
+    for (text, first) in [
+        (
+            checks,
+            "lockaudit.yaml:2:3: unknown check id `no-such-check-0`",
+        ),
+        (keys, "lockaudit.yaml:1:1: unknown key `no-such-key-0`"),
+    ] {
+        fs::write(d.join("lockaudit.yaml"), text).unwrap();
+        let r = run(d, &["check", "."]);
+        assert_eq!(r.code, Some(2), "{}", r.stderr);
+        assert!(
+            r.stderr
+                .contains("config lockaudit.yaml is invalid (20000 problems, the first 100 shown)"),
+            "{}",
+            &r.stderr[..r.stderr.len().min(2000)]
+        );
+        assert!(r.stderr.contains(first), "{}", &r.stderr[..2000]);
+        assert!(r.stderr.len() < 200 << 10, "{} bytes", r.stderr.len());
+    }
+    // The twin: a config with a few problems shows them all.
+    fs::write(d.join("lockaudit.yaml"), "checks:\n  no-such-check: off\n").unwrap();
+    let r = run(d, &["check", "."]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("config lockaudit.yaml is invalid (1 problem)"),
+        "{}",
+        r.stderr
+    );
+}

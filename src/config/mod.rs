@@ -480,7 +480,13 @@ fn recover_unknown_keys(c: &mut Collector, text: &str) -> Option<RawConfig> {
             Some(near) => format!("did you mean `{near}`? {HINT}"),
             None => HINT.to_string(),
         };
-        match key_loc(text, &name) {
+        // Past the problems shown, each is only counted: never looked for.
+        let found = if c.is_full() {
+            None
+        } else {
+            key_loc(text, &name)
+        };
+        match found {
             Some(loc) => {
                 let quoted = text[loc.offset..].starts_with(['"', '\'']);
                 c.at_span(
