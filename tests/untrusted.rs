@@ -2328,3 +2328,45 @@ fn a_config_with_thousands_of_problems_is_reported_in_linear_time() {
         r.stderr
     );
 }
+
+// ---------------------------------------------------------------------
+// 14. Deep trees cost one lookup per directory.
+
+/// 1,900 nested directories, a file in each: every directory's canonical
+/// path, config and crate root is asked of the file system once, not once
+/// per file below it (which made such a tree take minutes).
+#[test]
+fn nested_directories_cost_one_lookup_each() {
+    let dir = repo();
+    let d = dir.path();
+    fs::write(
+        d.join("Cargo.toml"),
+        "[package]\nname = \"deep\"\nversion = \"0.1.0\"\n",
+    )
+    .unwrap();
+    let mut at = d.to_path_buf();
+    for _ in 0..1_900 {
+        at.push("d");
+        fs::create_dir(&at).unwrap();
+        fs::write(at.join("f.rs"), "pub fn f() {}\n").unwrap();
+    }
+    // The twin: the deepest file is audited as any other.
+    fs::write(at.join("lock.rs"), WITNESS).unwrap();
+    let r = run(d, &["check", "--format", "short", "."]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(r.stdout.contains("1902 files audited"), "{}", r.stdout);
+    let deepest = format!("{}lock.rs:4:9: error[unowned-release]", "d/".repeat(1_900));
+    assert!(
+        r.stdout.contains(&deepest),
+        "{}",
+        &r.stdout[r.stdout.len().saturating_sub(500)..]
+    );
+    assert!(r.stdout.contains("witness.rs:4:9: error[unowned-release]"));
+    // A config with excludes matches each path as written and resolved:
+    // resolved once per directory too.
+    fs::write(d.join("lockaudit.yaml"), "exclude: [\"vendor/**\"]\n").unwrap();
+    let r = run(d, &["check", "--format", "short", "."]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(r.stdout.contains("1902 files audited"), "{}", r.stdout);
+    assert!(r.stdout.contains(&deepest));
+}
