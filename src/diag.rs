@@ -45,12 +45,29 @@ impl YamlProblem {
 
 /// Every problem found in one YAML file.
 #[derive(Debug, Error)]
-#[error("{what} {path} is invalid ({} problem{})", problems.len(), if problems.len() == 1 { "" } else { "s" })]
+#[error("{what} {path} is invalid ({})", count(problems.len(), *omitted))]
 pub struct YamlErrors {
     pub what: &'static str,
     pub path: String,
     pub problems: Vec<YamlProblem>,
+    /// Problems past [`MAX_PROBLEMS`], counted and not shown.
+    pub omitted: usize,
 }
+
+fn count(shown: usize, omitted: usize) -> String {
+    let n = shown + omitted;
+    let s = if n == 1 { "" } else { "s" };
+    if omitted == 0 {
+        format!("{n} problem{s}")
+    } else {
+        format!("{n} problem{s}, the first {shown} shown")
+    }
+}
+
+/// Most problems shown for one file: each is located in the file, which
+/// costs a pass over it, so the rest are only counted (the run stays
+/// linear in the file, however many problems it holds).
+pub const MAX_PROBLEMS: usize = 100;
 
 /// Collects problems for one file.
 pub struct Collector<'a> {
@@ -60,6 +77,7 @@ pub struct Collector<'a> {
     /// A config in a `Cargo.toml` table at this path: paths are looked up
     /// in the TOML under it, not in YAML.
     toml_table: Option<Vec<Seg>>,
+    omitted: usize,
 }
 
 impl<'a> Collector<'a> {
@@ -69,6 +87,7 @@ impl<'a> Collector<'a> {
             text,
             problems: Vec::new(),
             toml_table: None,
+            omitted: 0,
         }
     }
 
@@ -81,7 +100,7 @@ impl<'a> Collector<'a> {
     }
 
     /// Where the value at `path` starts.
-    fn locate(&self, path: &[Seg]) -> Option<Loc> {
+    pub fn locate(&self, path: &[Seg]) -> Option<Loc> {
         match &self.toml_table {
             None => yamlloc::locate(self.text, path),
             Some(table) => {
@@ -117,8 +136,31 @@ impl<'a> Collector<'a> {
         }
     }
 
+    /// How many problems were found (shown or not).
+    pub fn count(&self) -> usize {
+        self.problems.len() + self.omitted
+    }
+
+    /// Whether no more problems are shown (the next ones are only
+    /// counted): a caller skips the work of locating them.
+    pub fn is_full(&self) -> bool {
+        self.problems.len() >= MAX_PROBLEMS
+    }
+
+    /// Whether no more problems are shown: then one is only counted.
+    fn full(&mut self) -> bool {
+        let full = self.problems.len() >= MAX_PROBLEMS;
+        if full {
+            self.omitted += 1;
+        }
+        full
+    }
+
     /// A problem at the value found at `path` (or the file start).
     pub fn at(&mut self, path: &[Seg], message: impl Into<String>, help: Option<String>) {
+        if self.full() {
+            return;
+        }
         let loc = self.locate(path).unwrap_or(Loc {
             line: 1,
             column: 1,
@@ -128,6 +170,10 @@ impl<'a> Collector<'a> {
     }
 
     pub fn at_loc(&mut self, loc: Loc, message: impl Into<String>, help: Option<String>) {
+        if self.problems.len() >= MAX_PROBLEMS {
+            self.omitted += 1;
+            return;
+        }
         let message = clip(message.into());
         let len = value_len(self.text, loc.offset);
         let src = Excerpt::new(self.path, self.text, loc, len);
@@ -146,6 +192,9 @@ impl<'a> Collector<'a> {
     /// marker sits under the key named by the last segment of `path`, not
     /// under its value.
     pub fn at_key(&mut self, path: &[Seg], message: impl Into<String>, help: Option<String>) {
+        if self.full() {
+            return;
+        }
         let key = match path.last() {
             Some(Seg::Key(k)) => k.clone(),
             _ => return self.at(path, message, help),
@@ -167,6 +216,9 @@ impl<'a> Collector<'a> {
         message: impl Into<String>,
         help: Option<String>,
     ) {
+        if self.full() {
+            return;
+        }
         let offset = offset.min(self.text.len());
         let before = &self.text[..offset];
         let line = before.matches('\n').count() + 1;
@@ -191,6 +243,9 @@ impl<'a> Collector<'a> {
     /// A `yaml_serde` error (syntax, unknown field, wrong type). An unknown
     /// field or value gets the closest expected one as a suggestion.
     pub fn serde(&mut self, err: &yaml_serde::Error, help: Option<String>) {
+        if self.full() {
+            return;
+        }
         let loc = yamlloc::error_loc(err).unwrap_or_default();
         let loc = Loc {
             line: loc.line.max(1),
@@ -222,13 +277,14 @@ impl<'a> Collector<'a> {
     }
 
     pub fn finish(self, what: &'static str) -> Result<(), YamlErrors> {
-        if self.problems.is_empty() {
+        if self.count() == 0 {
             Ok(())
         } else {
             Err(YamlErrors {
                 what,
                 path: self.path.to_string(),
                 problems: self.problems,
+                omitted: self.omitted,
             })
         }
     }

@@ -243,6 +243,9 @@ impl Engine<'_> {
                 return FileOutcome::default();
             }
         }
+        // Held until the file's model and findings are dropped: what every
+        // thread parses at once stays within one budget.
+        let _permit = crate::parse::permit(text.len());
         let src = SourceFile::new(path, text);
         // The comment pass also measures nesting: deeper code never reaches
         // the parser, whose recursion could overflow the stack.

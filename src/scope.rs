@@ -84,6 +84,9 @@ impl Scopes {
             Settings::default()
         });
         settings.repo_prefix = self.repo_prefix.clone();
+        for w in &settings.warnings {
+            crate::escape::eprintln(&format!("warning: {w}"));
+        }
         self.selection.apply(&mut settings.checks);
         let packs = PackSet::load(&settings.rules, &self.cwd).unwrap_or_else(|errs| {
             self.errors.extend(errs);

@@ -41,6 +41,9 @@ impl Span {
     }
 }
 
+/// Characters between two checkpoints of a line that is not ASCII.
+const STEP: usize = 64;
+
 /// One file's text with a line index.
 pub struct SourceFile {
     /// Path relative to the current directory, with `/` separators.
@@ -50,6 +53,12 @@ pub struct SourceFile {
     /// Lines that hold only ASCII, where a column is a byte offset: keeps
     /// positions O(1) on a megabyte-long generated line.
     ascii_lines: Vec<bool>,
+    /// On the other lines, a checkpoint every [`STEP`] characters: its byte
+    /// offset in the file and the UTF-16 units before it on its line, so
+    /// a position on a megabyte-long line costs at most [`STEP`] steps.
+    marks: Vec<(usize, usize)>,
+    /// Per line, where its checkpoints start in `marks`.
+    first_mark: Vec<usize>,
 }
 
 impl SourceFile {
@@ -68,12 +77,42 @@ impl SourceFile {
             }
         }
         ascii_lines.push(ascii);
+        let mut marks = Vec::new();
+        let mut first_mark = Vec::with_capacity(line_starts.len());
+        for (i, &start) in line_starts.iter().enumerate() {
+            first_mark.push(marks.len());
+            if ascii_lines[i] {
+                continue;
+            }
+            let end = line_starts.get(i + 1).copied().unwrap_or(text.len());
+            let line = text[start..end].trim_end_matches(['\n', '\r']);
+            let mut units = 0;
+            for (n, (b, c)) in line.char_indices().enumerate() {
+                if n % STEP == 0 {
+                    marks.push((start + b, units));
+                }
+                units += c.len_utf16();
+            }
+        }
         SourceFile {
             path: path.into(),
             text,
             line_starts,
             ascii_lines,
+            marks,
+            first_mark,
         }
+    }
+
+    /// The checkpoints of 0-based line `idx` (empty for an ASCII line).
+    fn marks_of(&self, idx: usize) -> &[(usize, usize)] {
+        let from = self.first_mark[idx];
+        let to = self
+            .first_mark
+            .get(idx + 1)
+            .copied()
+            .unwrap_or(self.marks.len());
+        &self.marks[from..to]
     }
 
     pub fn line_count(&self) -> usize {
@@ -108,7 +147,11 @@ impl SourceFile {
         let column = if self.ascii_lines[line_idx] {
             offset - start + 1
         } else {
-            self.text[start..offset].chars().count() + 1
+            // The last checkpoint at or before `offset`, then its chars.
+            let marks = self.marks_of(line_idx);
+            let k = marks.partition_point(|&(b, _)| b <= offset).max(1) - 1;
+            let from = marks.get(k).map_or(start, |m| m.0);
+            k * STEP + self.text[from..offset].chars().count() + 1
         };
         Pos {
             line: line_idx + 1,
@@ -132,16 +175,74 @@ impl SourceFile {
                 offset: start + byte_in_line,
             };
         }
-        let byte_in_line = line_text
-            .char_indices()
-            .nth(col0)
-            .map(|(b, _)| b)
-            .unwrap_or(line_text.len());
+        let marks = self.marks_of(line - 1);
+        let byte_in_line = match marks.get(col0 / STEP) {
+            Some(&(b, _)) => {
+                let from = b - start;
+                line_text[from..]
+                    .char_indices()
+                    .nth(col0 % STEP)
+                    .map_or(line_text.len(), |(b, _)| from + b)
+            }
+            None => line_text.len(),
+        };
         Pos {
             line,
             column: col0 + 1,
             offset: start + byte_in_line,
         }
+    }
+
+    /// The UTF-16 code units before `p` on its line (how editors count
+    /// columns).
+    pub fn utf16_column(&self, p: Pos) -> usize {
+        if p.line == 0 || p.line > self.line_starts.len() {
+            return 0;
+        }
+        let before = p.column.saturating_sub(1);
+        if self.ascii_lines[p.line - 1] {
+            return before.min(self.line_text(p.line).len());
+        }
+        let marks = self.marks_of(p.line - 1);
+        let Some(&(b, units)) = marks.get(before / STEP).or(marks.last()) else {
+            return 0;
+        };
+        let skip = before - (before / STEP).min(marks.len() - 1) * STEP;
+        let end = self.line_starts[p.line - 1] + self.line_text(p.line).len();
+        units
+            + self.text[b..end]
+                .chars()
+                .take(skip)
+                .map(char::len_utf16)
+                .sum::<usize>()
+    }
+
+    /// The byte offset `units` UTF-16 code units into 1-based `line`:
+    /// the first character boundary at or after it, clamped to the line's
+    /// end.
+    pub fn offset_of_utf16(&self, line: usize, units: usize) -> usize {
+        if line == 0 || line > self.line_starts.len() {
+            return self.text.len();
+        }
+        let start = self.line_starts[line - 1];
+        let len = self.line_text(line).len();
+        if self.ascii_lines[line - 1] {
+            return start + units.min(len);
+        }
+        let marks = self.marks_of(line - 1);
+        let k = marks.partition_point(|&(_, u)| u <= units).max(1) - 1;
+        let Some(&(mut b, mut seen)) = marks.get(k) else {
+            return start;
+        };
+        let end = start + len;
+        for c in self.text[b..end].chars() {
+            if seen >= units {
+                return b;
+            }
+            seen += c.len_utf16();
+            b += c.len_utf8();
+        }
+        end
     }
 
     /// Converts a `proc_macro2::Span` (with `span-locations`) into a [`Span`].
@@ -178,5 +279,57 @@ mod tests {
         let q = f.pos_of_line_col(2, 11);
         assert_eq!(q.offset, f.text.find("x").unwrap());
         assert_eq!(f.line_text(1), "let é = 1;");
+    }
+
+    /// The checkpoints give what counting from the line's start gives, on
+    /// lines longer than many checkpoints, with characters of every width.
+    #[test]
+    fn positions_on_long_lines_agree_with_counting() {
+        let pieces = ["a", "é", "😀", "\t", "ключ", "\r\n", "\n", "x"];
+        let mut seed = 7u64;
+        for _ in 0..20 {
+            let mut text = String::new();
+            for _ in 0..600 {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let i = (seed >> 33) as usize % (pieces.len() * 4);
+                // Mostly one-line pieces: lines run past many checkpoints.
+                text.push_str(pieces[if i < pieces.len() { i } else { i % 4 }]);
+            }
+            let f = SourceFile::new("a.rs", text.as_str());
+            for (offset, _) in text.char_indices() {
+                let p = f.pos_of_offset(offset);
+                let line = f.line_text(p.line);
+                let start = f.line_starts[p.line - 1];
+                if offset > start + line.len() {
+                    // The `\n` of a `\r\n`: past the line's text.
+                    continue;
+                }
+                let in_line = offset - start;
+                assert_eq!(p.column, line[..in_line].chars().count() + 1, "{offset}");
+                assert_eq!(
+                    f.pos_of_line_col(p.line, p.column - 1).offset,
+                    start + in_line
+                );
+                let units: usize = line.chars().take(p.column - 1).map(char::len_utf16).sum();
+                assert_eq!(f.utf16_column(p), units);
+                let naive = {
+                    let mut u = 0;
+                    line.char_indices()
+                        .find(|(_, c)| {
+                            let done = u >= units;
+                            u += c.len_utf16();
+                            done
+                        })
+                        .map_or(start + line.len(), |(i, _)| start + i)
+                };
+                assert_eq!(f.offset_of_utf16(p.line, units), naive);
+                assert_eq!(
+                    f.offset_of_utf16(p.line, units + 1_000_000),
+                    start + line.len()
+                );
+            }
+        }
     }
 }

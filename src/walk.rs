@@ -25,6 +25,61 @@ pub enum WalkError {
 #[derive(Clone)]
 pub struct Excludes {
     sets: Vec<Override>,
+    /// The canonical paths asked so far, shared by every clone.
+    canonical: Arc<Mutex<Canonical>>,
+}
+
+/// Canonical paths, each directory resolved once: a path that is not a
+/// symbolic link is its parent's canonical path and its name (one
+/// `lstat`), where resolving it from the root again costs a `readlink`
+/// per component (cubic in a tree thousands deep).
+#[derive(Default)]
+pub struct Canonical {
+    known: std::collections::HashMap<PathBuf, Option<PathBuf>>,
+}
+
+impl Canonical {
+    /// The canonical path of `path` (relative to the current directory or
+    /// absolute), or `None` when it does not resolve.
+    pub fn of(&mut self, path: &Path) -> Option<PathBuf> {
+        // Up to the first path known (or one that must be resolved
+        // whole), then down again: a loop, never recursion.
+        let mut todo = Vec::new();
+        let mut cur = path.to_path_buf();
+        loop {
+            if self.known.contains_key(&cur) {
+                break;
+            }
+            let parent = match (cur.parent(), cur.components().next_back()) {
+                (Some(p), Some(std::path::Component::Normal(_))) if !p.as_os_str().is_empty() => {
+                    Some(p.to_path_buf())
+                }
+                _ => None,
+            };
+            todo.push(cur.clone());
+            match parent {
+                Some(p) => cur = p,
+                None => break,
+            }
+        }
+        while let Some(p) = todo.pop() {
+            let from_parent = match (p.parent(), p.file_name()) {
+                (Some(parent), Some(name)) => self
+                    .known
+                    .get(parent)
+                    .cloned()
+                    .flatten()
+                    .filter(|_| {
+                        std::fs::symlink_metadata(&p).is_ok_and(|m| !m.file_type().is_symlink())
+                    })
+                    .map(|c| c.join(name)),
+                _ => None,
+            };
+            let resolved = from_parent.or_else(|| std::fs::canonicalize(&p).ok());
+            self.known.insert(p, resolved);
+        }
+        self.known.get(path).cloned().flatten()
+    }
 }
 
 impl Excludes {
@@ -41,7 +96,10 @@ impl Excludes {
             }
             sets.push(b.build().map_err(|e| WalkError::Excludes(e.to_string()))?);
         }
-        Ok(Excludes { sets })
+        Ok(Excludes {
+            sets,
+            canonical: Arc::default(),
+        })
     }
 
     /// Whether a file, or a directory above it, is excluded.
@@ -53,7 +111,12 @@ impl Excludes {
         if self.sets.is_empty() {
             return false;
         }
-        let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let abs = self
+            .canonical
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .of(path)
+            .unwrap_or_else(|| path.to_path_buf());
         self.sets
             .iter()
             .any(|o| o.matched(path, is_dir).is_ignore() || o.matched(&abs, is_dir).is_ignore())

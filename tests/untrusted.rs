@@ -2641,3 +2641,381 @@ fn a_trait_with_hundreds_of_agreeing_lock_implementations_stays_bounded() {
     assert_eq!(count("src/slots.rs", "missing-purpose"), 300);
     assert_eq!(count("src/users.rs", "missing-purpose"), 0);
 }
+
+// ---------------------------------------------------------------------
+// 12. Ceilings no config can raise; one budget for what is parsed at once.
+
+/// `bytes` of plain, valid code with one lock call: parsed and modelled
+/// whole (the pre-filter lets it through), at a cost of hundreds of bytes
+/// of memory per byte of source.
+fn heavy(bytes: usize) -> String {
+    let mut s = String::from(
+        "pub fn g(con: &mut redis::Connection, lock_key: &str) {\n    let _ = con.del(lock_key);\n}\npub fn f() {\n",
+    );
+    let line = "    let a = b.c(d, e, [1, 2, 3]);\n";
+    s.push_str(&line.repeat(bytes / line.len()));
+    s.push_str("}\n");
+    s
+}
+
+#[test]
+fn the_repository_config_cannot_raise_the_file_size_past_the_ceiling() {
+    let dir = repo();
+    let d = dir.path();
+    // 12 MB that would take gigabytes to model.
+    fs::write(d.join("big.rs"), heavy(12 << 20)).unwrap();
+    fs::write(d.join("lockaudit.yaml"), "max-file-size: 67108864\n").unwrap();
+    let r = run(d, &["check", "--format", "short", "."]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(
+        r.stdout.contains(
+            "big.rs:1:1: note[parse-error]: file was not audited: larger than 8388608 bytes"
+        ),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("witness.rs:4:9: error[unowned-release]"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stderr.contains(
+            "warning: lockaudit.yaml:1:16: `max-file-size: 67108864` is above the hard ceiling of 8388608 bytes"
+        ),
+        "{}",
+        r.stderr
+    );
+    // `--config` is held to the same ceiling.
+    let r = run(
+        d,
+        &[
+            "check",
+            "--config",
+            "lockaudit.yaml",
+            "--format",
+            "short",
+            ".",
+        ],
+    );
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(
+        r.stdout.contains("big.rs:1:1: note[parse-error]"),
+        "{}",
+        r.stdout
+    );
+    // The twin: a limit below the ceiling is the config's, with no warning.
+    fs::write(d.join("big.rs"), heavy(64 << 10)).unwrap();
+    fs::write(d.join("lockaudit.yaml"), "max-file-size: 65536\n").unwrap();
+    let r = run(d, &["check", "--format", "short", "."]);
+    assert!(
+        r.stdout.contains(
+            "big.rs:1:1: note[parse-error]: file was not audited: larger than 65536 bytes"
+        ),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stderr.contains("warning"), "{}", r.stderr);
+    fs::write(d.join("lockaudit.yaml"), "max-file-size: 8388608\n").unwrap();
+    let r = run(d, &["check", "--format", "short", "."]);
+    assert!(
+        r.stdout.contains("big.rs:2:17: error[unowned-release]"),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stderr.contains("warning"), "{}", r.stderr);
+}
+
+/// Eight files of 1.5 MB on eight workers: each alone fits the memory cap,
+/// all at once do not. What is parsed at once stays within one budget,
+/// whatever `--jobs` says.
+#[test]
+#[ignore = "parses 12 MB of source in a debug build"]
+fn what_is_parsed_at_once_stays_within_one_budget_whatever_the_jobs() {
+    let dir = repo();
+    let d = dir.path();
+    let text = heavy(3 << 19);
+    for i in 0..8 {
+        fs::write(d.join(format!("big{i}.rs")), &text).unwrap();
+    }
+    let r = run(d, &["check", "--jobs", "8", "--format", "short", "."]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    for i in 0..8 {
+        assert!(
+            r.stdout
+                .contains(&format!("big{i}.rs:2:17: error[unowned-release]")),
+            "big{i}.rs: {}",
+            r.stdout
+        );
+    }
+    assert!(r.stdout.contains("9 files audited"), "{}", r.stdout);
+}
+
+/// One language server session under the memory cap and the timeout:
+/// `input` is what the client writes (then its end). The exit code (`None`:
+/// killed by a signal), standard output and standard error.
+fn lsp_session(dir: &Path, input: Vec<u8>) -> (Option<i32>, String, String) {
+    let messages = tempfile::NamedTempFile::new().unwrap();
+    fs::write(messages.path(), input).unwrap();
+    let r = run_with(dir, &["lsp"], |c| {
+        c.stdin(fs::File::open(messages.path()).unwrap());
+    });
+    (r.code, r.stdout, r.stderr)
+}
+
+/// A framed client message.
+fn lsp_message(body: &serde_json::Value) -> Vec<u8> {
+    let text = body.to_string();
+    format!("Content-Length: {}\r\n\r\n{text}", text.len()).into_bytes()
+}
+
+fn lsp_open(dir: &Path, name: &str, text: &str) -> serde_json::Value {
+    serde_json::json!({ "jsonrpc": "2.0", "method": "textDocument/didOpen", "params": { "textDocument": {
+        "uri": format!("file://{}/{name}", dir.display()), "languageId": "rust", "version": 1, "text": text } } })
+}
+
+fn lsp_start() -> Vec<u8> {
+    let mut input = lsp_message(
+        &serde_json::json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": { "capabilities": {} } }),
+    );
+    input.extend(lsp_message(
+        &serde_json::json!({ "jsonrpc": "2.0", "method": "initialized", "params": {} }),
+    ));
+    input
+}
+
+fn lsp_stop() -> Vec<u8> {
+    let mut input = lsp_message(
+        &serde_json::json!({ "jsonrpc": "2.0", "id": 2, "method": "shutdown", "params": null }),
+    );
+    input.extend(lsp_message(
+        &serde_json::json!({ "jsonrpc": "2.0", "method": "exit", "params": null }),
+    ));
+    input
+}
+
+/// The diagnostics published for `name`, as JSON text.
+fn published<'a>(out: &'a str, name: &str) -> Vec<&'a str> {
+    out.split("Content-Length")
+        .filter(|m| m.contains("publishDiagnostics") && m.contains(&format!("/{name}\"")))
+        .collect()
+}
+
+#[test]
+fn the_language_server_bounds_messages_and_documents() {
+    let dir = repo();
+    let d = dir.path();
+    let mut input = lsp_start();
+    // A message over the limit (a 70 MB document): read past, never kept.
+    input.extend(lsp_message(&lsp_open(d, "huge.rs", &heavy(70 << 20))));
+    // A document under the message limit and over the file size ceiling:
+    // a note, never parsed.
+    input.extend(lsp_message(&lsp_open(d, "big.rs", &heavy(12 << 20))));
+    // The twin: a document of ordinary size is served as before.
+    input.extend(lsp_message(&lsp_open(d, "witness.rs", WITNESS)));
+    input.extend(lsp_stop());
+    let (code, out, err) = lsp_session(d, input);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(published(&out, "huge.rs").is_empty(), "{err}");
+    assert!(
+        out.contains("a message of ") && out.contains("larger than the 67108864-byte limit"),
+        "{err}"
+    );
+    let big = published(&out, "big.rs");
+    assert!(
+        big.iter().any(|m| m.contains("parse-error")
+            && m.contains("file was not audited: larger than 8388608 bytes")),
+        "{big:?}"
+    );
+    assert!(
+        published(&out, "witness.rs")
+            .iter()
+            .any(|m| m.contains("unowned-release")),
+        "{out}"
+    );
+    // A length far beyond memory, then the end of the input: nothing is
+    // allocated for it, and the server ends cleanly.
+    let mut input = lsp_start();
+    input.extend(b"Content-Length: 3000000000\r\n\r\n{}");
+    let (code, _out, err) = lsp_session(d, input);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("a message of 3000000000 bytes is larger than the 67108864-byte limit"),
+        "{err}"
+    );
+    // A header lockaudit cannot follow stops the server with a message.
+    let mut input = lsp_start();
+    input.extend(b"Content-Length: many\r\n\r\n{}");
+    let (code, _out, err) = lsp_session(d, input);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("Content-Length that is not a number"), "{err}");
+}
+
+// ---------------------------------------------------------------------
+// 13. Output linear in the input, on lines megabytes long.
+
+/// One line of 2.4 MB, wide characters first (a comment of `é😀\t`), then
+/// `calls` findings: the line, the number of the first finding's column in
+/// characters and in UTF-16 units.
+fn long_wide_line(calls: usize) -> (String, usize, usize) {
+    let mut line = String::from(
+        "pub fn f(con: &mut redis::Connection, lock_key: &str) -> redis::RedisResult<()> { /* ",
+    );
+    while line.len() < 2_400_000 {
+        line.push_str("é😀\t");
+    }
+    line.push_str(" */ ");
+    let chars = line.chars().count();
+    let units: usize = line.chars().map(char::len_utf16).sum();
+    for _ in 0..calls {
+        line.push_str("con.del(lock_key)?; ");
+    }
+    line.push_str("Ok(()) }");
+    // The finding stands at `del`.
+    (line, chars + 5, units + 4)
+}
+
+#[test]
+fn findings_on_a_megabyte_line_print_in_linear_time() {
+    let dir = repo();
+    let (line, column, _) = long_wide_line(2_000);
+    fs::write(dir.path().join("long.rs"), format!("{line}\n")).unwrap();
+    let r = run(dir.path(), &["check", "--color", "never", "."]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert_eq!(r.stdout.matches("error[unowned-release]").count(), 2_001);
+    assert!(
+        r.stdout.contains(&format!("--> long.rs:1:{column}\n")),
+        "{}",
+        &r.stdout[..2000]
+    );
+    assert!(r
+        .stdout
+        .contains(&format!("--> long.rs:1:{}\n", column + 20 * 1_999)));
+    // Each shown line is cut around its span, with an ellipsis where it
+    // was cut (the line's end shows on the last ones).
+    let shown: Vec<&str> = r.stdout.lines().filter(|l| l.starts_with("1 | ")).collect();
+    assert_eq!(shown.len(), 2_000);
+    assert!(
+        shown.iter().all(|l| l.chars().count() <= 100
+            && l.starts_with("1 | ...")
+            && l.contains("del(lock_key)")),
+        "{:?}",
+        &shown[..3]
+    );
+    assert!(shown[0].ends_with("...") && shown[1_999].ends_with("Ok(()) }"));
+    assert!(
+        r.raw_stdout.len() < 4 << 20,
+        "{} bytes of human output",
+        r.raw_stdout.len()
+    );
+}
+
+#[test]
+fn the_language_server_converts_positions_on_a_megabyte_line_in_linear_time() {
+    let dir = repo();
+    let d = dir.path();
+    let (line, _, units) = long_wide_line(2_000);
+    let mut input = lsp_start();
+    input.extend(lsp_message(&lsp_open(d, "long.rs", &format!("{line}\n"))));
+    input.extend(lsp_stop());
+    let (code, out, err) = lsp_session(d, input);
+    assert_eq!(code, Some(0), "{err}");
+    let found = published(&out, "long.rs");
+    assert_eq!(found.len(), 1, "{err}");
+    let body = &found[0][found[0].find('{').unwrap()..];
+    let v: serde_json::Value = serde_json::from_str(body).unwrap();
+    let diagnostics = v["params"]["diagnostics"].as_array().unwrap();
+    let starts: Vec<u64> = diagnostics
+        .iter()
+        .filter(|d| d["code"] == "unowned-release")
+        .map(|d| d["range"]["start"]["character"].as_u64().unwrap())
+        .collect();
+    assert_eq!(starts.len(), 2_000);
+    assert!(starts.contains(&(units as u64)), "{:?}", &starts[..3]);
+    assert!(starts.contains(&((units + 20 * 1_999) as u64)));
+}
+
+/// A config with tens of thousands of wrong entries: each problem shown is
+/// located in the file, so past the first hundred they are only counted.
+#[test]
+fn a_config_with_thousands_of_problems_is_reported_in_linear_time() {
+    let dir = repo();
+    let d = dir.path();
+    let mut checks = String::from("checks:\n");
+    let mut keys = String::new();
+    for i in 0..20_000 {
+        checks.push_str(&format!("  no-such-check-{i}: off\n"));
+        keys.push_str(&format!("no-such-key-{i}: 1\n"));
+    }
+    for (text, first) in [
+        (
+            checks,
+            "lockaudit.yaml:2:3: unknown check id `no-such-check-0`",
+        ),
+        (keys, "lockaudit.yaml:1:1: unknown key `no-such-key-0`"),
+    ] {
+        fs::write(d.join("lockaudit.yaml"), text).unwrap();
+        let r = run(d, &["check", "."]);
+        assert_eq!(r.code, Some(2), "{}", r.stderr);
+        assert!(
+            r.stderr
+                .contains("config lockaudit.yaml is invalid (20000 problems, the first 100 shown)"),
+            "{}",
+            &r.stderr[..r.stderr.len().min(2000)]
+        );
+        assert!(r.stderr.contains(first), "{}", &r.stderr[..2000]);
+        assert!(r.stderr.len() < 200 << 10, "{} bytes", r.stderr.len());
+    }
+    // The twin: a config with a few problems shows them all.
+    fs::write(d.join("lockaudit.yaml"), "checks:\n  no-such-check: off\n").unwrap();
+    let r = run(d, &["check", "."]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("config lockaudit.yaml is invalid (1 problem)"),
+        "{}",
+        r.stderr
+    );
+}
+
+// ---------------------------------------------------------------------
+// 14. Deep trees cost one lookup per directory.
+
+/// 1,900 nested directories, a file in each: every directory's canonical
+/// path, config and crate root is asked of the file system once, not once
+/// per file below it (which made such a tree take minutes).
+#[test]
+fn nested_directories_cost_one_lookup_each() {
+    let dir = repo();
+    let d = dir.path();
+    fs::write(
+        d.join("Cargo.toml"),
+        "[package]\nname = \"deep\"\nversion = \"0.1.0\"\n",
+    )
+    .unwrap();
+    let mut at = d.to_path_buf();
+    for _ in 0..1_900 {
+        at.push("d");
+        fs::create_dir(&at).unwrap();
+        fs::write(at.join("f.rs"), "pub fn f() {}\n").unwrap();
+    }
+    // The twin: the deepest file is audited as any other.
+    fs::write(at.join("lock.rs"), WITNESS).unwrap();
+    let r = run(d, &["check", "--format", "short", "."]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(r.stdout.contains("1902 files audited"), "{}", r.stdout);
+    let deepest = format!("{}lock.rs:4:9: error[unowned-release]", "d/".repeat(1_900));
+    assert!(
+        r.stdout.contains(&deepest),
+        "{}",
+        &r.stdout[r.stdout.len().saturating_sub(500)..]
+    );
+    assert!(r.stdout.contains("witness.rs:4:9: error[unowned-release]"));
+    // A config with excludes matches each path as written and resolved:
+    // resolved once per directory too.
+    fs::write(d.join("lockaudit.yaml"), "exclude: [\"vendor/**\"]\n").unwrap();
+    let r = run(d, &["check", "--format", "short", "."]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(r.stdout.contains("1902 files audited"), "{}", r.stdout);
+    assert!(r.stdout.contains(&deepest));
+}

@@ -20,6 +20,12 @@ use raw::RawConfig;
 pub const DEFAULT_LOCK_NAME_PATTERN: &str = "(?i)lock|mutex|leader|lease|semaphore";
 /// Files larger than this many bytes are not audited (a note says so).
 pub const DEFAULT_MAX_FILE_SIZE: u64 = 8 << 20;
+/// The hard ceiling on `max-file-size`: no config, discovered or named
+/// with `--config`, makes lockaudit parse a larger file. Parsing costs
+/// about 136 bytes of memory per byte of source, so one file at the
+/// ceiling takes about 1.1 GB; a config may lower the limit, never raise
+/// it past this (a larger value is used as this one, with a warning).
+pub const FILE_SIZE_CEILING: u64 = DEFAULT_MAX_FILE_SIZE;
 pub const CONFIG_NAMES: [&str; 2] = ["lockaudit.yaml", ".lockaudit.yaml"];
 
 /// Validated settings.
@@ -41,6 +47,9 @@ pub struct Settings {
     /// repository (`services/api/`), so that fingerprints name files by
     /// their repository path whichever directory lockaudit runs from.
     pub repo_prefix: String,
+    /// What the config asked for that lockaudit does not do, each as
+    /// `file:line:column: message`: the run goes on, and says so.
+    pub warnings: Vec<String>,
 }
 
 impl Default for Settings {
@@ -55,6 +64,7 @@ impl Default for Settings {
             default_purpose: None,
             max_file_size: DEFAULT_MAX_FILE_SIZE,
             repo_prefix: String::new(),
+            warnings: Vec::new(),
         }
     }
 }
@@ -478,12 +488,21 @@ fn validate(
         };
     }
     if let Some(n) = raw.max_file_size {
-        if n == 0 || n > MAX_MAX_FILE_SIZE {
+        if n == 0 {
             c.at(
                 &["max-file-size".into()],
-                format!("`{n}` is not a file size from 1 to {MAX_MAX_FILE_SIZE} bytes"),
+                format!("`{n}` is not a file size from 1 to {FILE_SIZE_CEILING} bytes"),
                 Some(format!("the default is {DEFAULT_MAX_FILE_SIZE} (8 MB)")),
             );
+        } else if n > FILE_SIZE_CEILING {
+            let loc = c.locate(&["max-file-size".into()]).unwrap_or_default();
+            settings.warnings.push(format!(
+                "{}:{}:{}: `max-file-size: {n}` is above the hard ceiling of {FILE_SIZE_CEILING} bytes (8 MB), which no config can raise; files larger than {FILE_SIZE_CEILING} bytes are not audited",
+                c.path,
+                loc.line.max(1),
+                loc.column.max(1),
+            ));
+            settings.max_file_size = FILE_SIZE_CEILING;
         } else {
             settings.max_file_size = n;
         }
@@ -504,10 +523,6 @@ const KEYS: [&str; 6] = [
 /// Most excludes a config may list, and the longest glob.
 pub const MAX_EXCLUDES: usize = 1000;
 pub const MAX_GLOB: usize = 1024;
-
-/// The largest `max-file-size` accepted: past it, one file's model could
-/// exhaust a worker's memory.
-pub const MAX_MAX_FILE_SIZE: u64 = 64 << 20;
 
 /// Where a top-level key is written (`name:` at the start of a line).
 fn key_loc(text: &str, name: &str) -> Option<crate::yamlloc::Loc> {
@@ -557,7 +572,13 @@ fn recover_unknown_keys(c: &mut Collector, text: &str) -> Option<RawConfig> {
             Some(near) => format!("did you mean `{near}`? {HINT}"),
             None => HINT.to_string(),
         };
-        match key_loc(text, &name) {
+        // Past the problems shown, each is only counted: never looked for.
+        let found = if c.is_full() {
+            None
+        } else {
+            key_loc(text, &name)
+        };
+        match found {
             Some(loc) => {
                 let quoted = text[loc.offset..].starts_with(['"', '\'']);
                 c.at_span(
@@ -629,6 +650,6 @@ lock-name-pattern: "{PATTERN}"
 default-purpose: none
 
 # Files larger than this many bytes are not audited; each is reported as a
-# `parse-error` note instead.
+# `parse-error` note instead. This is also the most it can be.
 max-file-size: 8388608
 "#;

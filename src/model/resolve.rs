@@ -237,6 +237,7 @@ impl FnIndex {
 }
 
 fn model_of(path: &str, text: &str, packs: &PackSet, lock_name: &Regex) -> Option<Arc<FileModel>> {
+    let _permit = crate::parse::permit(text.len());
     let file = crate::parse::file(text).ok()?;
     let src = SourceFile::new(path, text);
     let model = extract::extract(&file, &src, packs, &Options::new(lock_name));
@@ -314,7 +315,7 @@ pub struct Manifests {
     cwd: PathBuf,
     /// Display path of a directory → its crate root: asked once per
     /// directory.
-    roots: Mutex<HashMap<String, Option<PathBuf>>>,
+    roots: Mutex<DirRoots>,
     /// Crate root → its package name.
     names: Mutex<HashMap<PathBuf, Option<String>>>,
     /// The repository's top directory, found on first use.
@@ -325,28 +326,15 @@ impl Manifests {
     pub fn new(cwd: PathBuf) -> Self {
         Manifests {
             cwd,
-            roots: Mutex::new(HashMap::new()),
+            roots: Mutex::new(DirRoots::default()),
             names: Mutex::new(HashMap::new()),
             top: std::sync::OnceLock::new(),
         }
     }
 
     fn crate_root(&self, from: &str) -> Option<PathBuf> {
-        // Asked per directory: the files of one directory share a crate,
-        // and resolving a path costs a system call per component.
         let dir = Path::new(from).parent().unwrap_or(Path::new(""));
-        let key = dir.to_string_lossy();
-        if let Some(r) = self.roots.lock().unwrap().get(key.as_ref()) {
-            return r.clone();
-        }
-        let root = std::fs::canonicalize(self.cwd.join(dir))
-            .ok()
-            .and_then(|abs| crate_root_at_or_above(&abs));
-        self.roots
-            .lock()
-            .unwrap()
-            .insert(key.into_owned(), root.clone());
-        root
+        self.roots.lock().unwrap().root(&self.cwd, dir)
     }
 
     /// The name of the crate `from` (a display path) belongs to, as written
@@ -376,6 +364,75 @@ impl Manifests {
             .and_then(|text| package_name(&text));
         self.names.lock().unwrap().insert(root, name.clone());
         name
+    }
+}
+
+/// Per directory as written (relative to the current directory, or
+/// absolute): its canonical path and its crate root, each asked of the file
+/// system once. A directory that is not a symbolic link is its parent's
+/// canonical path and its name, and its crate root is itself (it holds a
+/// `Cargo.toml`) or its parent's: one `lstat` and one `stat` per
+/// directory, where resolving each path from the root again would cost a
+/// system call per component (cubic in a tree thousands deep).
+#[derive(Default)]
+struct DirRoots {
+    known: HashMap<PathBuf, (PathBuf, Option<PathBuf>)>,
+}
+
+impl DirRoots {
+    fn root(&mut self, cwd: &Path, dir: &Path) -> Option<PathBuf> {
+        // Up to the first directory known (or one that must be resolved
+        // whole), then down again: a loop, never recursion.
+        let mut todo = Vec::new();
+        let mut cur = dir.to_path_buf();
+        loop {
+            if self.known.contains_key(&cur) {
+                break;
+            }
+            let plain = match (cur.parent(), cur.components().next_back()) {
+                (Some(parent), Some(std::path::Component::Normal(_))) => Some(parent.to_path_buf()),
+                _ => None,
+            };
+            todo.push(cur.clone());
+            match plain {
+                Some(parent) => cur = parent,
+                None => break,
+            }
+        }
+        while let Some(d) = todo.pop() {
+            let full = cwd.join(&d);
+            let from_parent = match (d.parent(), d.file_name()) {
+                (Some(parent), Some(name)) => self
+                    .known
+                    .get(parent)
+                    .filter(|_| {
+                        std::fs::symlink_metadata(&full).is_ok_and(|m| m.file_type().is_dir())
+                    })
+                    .map(|(canon, root)| (canon.join(name), root.clone())),
+                _ => None,
+            };
+            let entry = match from_parent {
+                Some((canon, parent_root)) => {
+                    let own = std::fs::symlink_metadata(canon.join("Cargo.toml"))
+                        .is_ok_and(|m| m.is_file());
+                    let root = if own {
+                        Some(canon.clone())
+                    } else {
+                        parent_root
+                    };
+                    (canon, root)
+                }
+                None => match std::fs::canonicalize(&full) {
+                    Ok(canon) => {
+                        let root = crate_root_at_or_above(&canon);
+                        (canon, root)
+                    }
+                    Err(_) => (full, None),
+                },
+            };
+            self.known.insert(d, entry);
+        }
+        self.known.get(dir).and_then(|(_, root)| root.clone())
     }
 }
 

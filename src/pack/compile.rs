@@ -134,7 +134,7 @@ fn compile_api(
         p.extend_from_slice(rest);
         p
     };
-    let before = c.problems.len();
+    let before = c.count();
     if raw.id.trim().is_empty() {
         c.at(&at(&["id".into()]), "`id` is empty", None);
     }
@@ -160,7 +160,7 @@ fn compile_api(
             None,
         );
     }
-    if c.problems.len() > before {
+    if c.count() > before {
         return None;
     }
     let (help, help_by_check) = match &raw.help {
@@ -171,7 +171,7 @@ fn compile_api(
             (None, m.clone())
         }
     };
-    if c.problems.len() > before {
+    if c.count() > before {
         return None;
     }
     let mut discard = raw.discard_methods.clone();

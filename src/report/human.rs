@@ -52,18 +52,130 @@ fn clean(line: &str) -> String {
     out
 }
 
-/// The display column (0-based) of 1-based character column `col` in
-/// `line` as [`clean`] shows it.
-fn display_col(line: &str, col: usize) -> usize {
-    line.chars()
-        .take(col.saturating_sub(1))
-        .map(|c| match c {
-            '\t' => 4,
-            // An escape is ASCII: its length is its width.
-            c if crate::escape::needs_escape(c) => crate::escape::escaped_len(c),
-            _ => 1,
-        })
-        .sum()
+/// How many display columns `c` takes as [`clean`] shows it.
+fn width(c: char) -> usize {
+    match c {
+        '\t' => 4,
+        // An escape is ASCII: its length is its width.
+        c if crate::escape::needs_escape(c) => crate::escape::escaped_len(c),
+        _ => 1,
+    }
+}
+
+/// Characters between two checkpoints of a [`Columns`] index.
+const STEP: usize = 64;
+
+/// One source line's display columns, measured once: a checkpoint (byte
+/// offset, display column) every [`STEP`] characters, so a column of a
+/// megabyte-long line is found in at most [`STEP`] steps, whatever the
+/// number of findings on it.
+struct Columns<'a> {
+    line: &'a str,
+    marks: Vec<(usize, usize)>,
+    /// Characters, display columns and leading white space of the line.
+    chars: usize,
+    width: usize,
+    indent: usize,
+}
+
+impl<'a> Columns<'a> {
+    fn new(line: &'a str) -> Columns<'a> {
+        let mut marks = Vec::with_capacity(line.len() / STEP + 1);
+        let (mut chars, mut shown) = (0, 0);
+        for (b, c) in line.char_indices() {
+            if chars % STEP == 0 {
+                marks.push((b, shown));
+            }
+            chars += 1;
+            shown += width(c);
+        }
+        if marks.is_empty() {
+            marks.push((0, 0));
+        }
+        let indent = line.chars().take_while(|c| c.is_whitespace()).count();
+        Columns {
+            line,
+            marks,
+            chars,
+            width: shown,
+            indent,
+        }
+    }
+
+    /// The display column (0-based) where 1-based character column `col`
+    /// starts (the line's width past its end).
+    fn display_col(&self, col: usize) -> usize {
+        let before = col.saturating_sub(1);
+        if before >= self.chars {
+            return self.width;
+        }
+        let (byte, mut shown) = self.marks[before / STEP];
+        for c in self.line[byte..].chars().take(before % STEP) {
+            shown += width(c);
+        }
+        shown
+    }
+
+    /// The line as [`clean`] shows it, from display column `from` to `to`.
+    fn cut(&self, from: usize, to: usize) -> String {
+        // The checkpoint at or before `from`, then the character that
+        // holds it.
+        let i = self.marks.partition_point(|&(_, d)| d <= from).max(1) - 1;
+        let (byte, mut start) = self.marks[i];
+        let mut rest = self.line[byte..].char_indices();
+        let mut at = self.line.len();
+        for (b, c) in rest.by_ref() {
+            if start + width(c) > from {
+                at = byte + b;
+                break;
+            }
+            start += width(c);
+        }
+        let mut end = self.line.len();
+        let mut shown = start;
+        for (b, c) in self.line[at..].char_indices() {
+            if shown >= to {
+                end = at + b;
+                break;
+            }
+            shown += width(c);
+        }
+        clean(&self.line[at..end])
+            .chars()
+            .skip(from - start)
+            .take(to.saturating_sub(from))
+            .collect()
+    }
+}
+
+/// A file's lines, split once, and the [`Columns`] of each line shown,
+/// measured once however many findings show it.
+pub(crate) struct Lines<'a> {
+    lines: Vec<&'a str>,
+    columns: std::cell::RefCell<std::collections::HashMap<usize, std::rc::Rc<Columns<'a>>>>,
+}
+
+impl<'a> Lines<'a> {
+    pub(crate) fn new(text: &'a str) -> Lines<'a> {
+        Lines {
+            lines: text.lines().collect(),
+            columns: Default::default(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+
+    /// The columns of 1-based line `n` (an empty line past the end).
+    fn get(&self, n: usize) -> std::rc::Rc<Columns<'a>> {
+        let line = self.lines.get(n.wrapping_sub(1)).copied().unwrap_or("");
+        self.columns
+            .borrow_mut()
+            .entry(n)
+            .or_insert_with(|| std::rc::Rc::new(Columns::new(line)))
+            .clone()
+    }
 }
 
 /// Splits prose into the pieces a line may break between: words, with
@@ -132,15 +244,15 @@ struct Mark<'a> {
     primary: bool,
 }
 
-struct Snippet<'a> {
+struct Snippet<'a, 'l> {
     f: &'a Finding,
-    lines: Vec<&'a str>,
+    lines: &'a Lines<'l>,
     gutter: usize,
     width: usize,
     p: &'a Painter,
 }
 
-impl Snippet<'_> {
+impl Snippet<'_, '_> {
     fn bar(&self) -> String {
         self.p
             .paint(BLUE, &format!("{} |", " ".repeat(self.gutter)))
@@ -155,8 +267,7 @@ impl Snippet<'_> {
     /// mark at `from` shows on a line wider than the width (rustc's way):
     /// 0 when the line fits.
     fn shift(&self, n: usize, from: usize) -> usize {
-        let text = clean(self.lines.get(n.wrapping_sub(1)).copied().unwrap_or(""));
-        let len = text.chars().count();
+        let len = self.lines.get(n).width;
         let avail = self.avail();
         if len <= avail {
             return 0;
@@ -167,19 +278,19 @@ impl Snippet<'_> {
     /// Source line `n`, shown from display column `shift`; `...` marks
     /// where a line too wide for the width was cut.
     fn source_line(&self, n: usize, shift: usize) -> String {
-        let text = self.lines.get(n.wrapping_sub(1)).copied().unwrap_or("");
+        let cols = self.lines.get(n);
         let num = self.p.paint(BLUE, &format!("{n:>w$} |", w = self.gutter));
-        let chars: Vec<char> = clean(text).chars().collect();
         let avail = self.avail();
-        let text: String = if chars.len() <= avail {
-            chars.iter().collect()
+        let len = cols.width;
+        let text: String = if len <= avail {
+            cols.cut(0, len)
         } else {
-            let end = (shift + avail).min(chars.len());
-            let mut view: Vec<char> = chars[shift.min(end)..end].to_vec();
+            let end = (shift + avail).min(len);
+            let mut view: Vec<char> = cols.cut(shift.min(end), end).chars().collect();
             if shift > 0 {
                 view.splice(..3.min(view.len()), "...".chars());
             }
-            if end < chars.len() {
+            if end < len {
                 let at = view.len().saturating_sub(3);
                 view.splice(at.., "...".chars());
             }
@@ -243,17 +354,16 @@ impl Snippet<'_> {
         let mut out = String::new();
         let first = &marks[0];
         let (start, end) = (first.span.start, first.span.end);
-        let line_text = |n: usize| self.lines.get(n.wrapping_sub(1)).copied().unwrap_or("");
         if end.line <= start.line {
-            let text = line_text(start.line);
-            let shift = self.shift(start.line, display_col(text, start.column));
+            let cols = self.lines.get(start.line);
+            let shift = self.shift(start.line, cols.display_col(start.column));
             out.push_str(&self.source_line(start.line, shift));
             for m in marks {
-                let from = display_col(text, m.span.start.column);
+                let from = cols.display_col(m.span.start.column);
                 let to = if m.span.end.line > m.span.start.line {
-                    display_col(text, text.chars().count() + 1)
+                    cols.width
                 } else {
-                    display_col(text, m.span.end.column)
+                    cols.display_col(m.span.end.column)
                 };
                 out.push_str(&self.mark_row(shift, from, to, m));
             }
@@ -261,9 +371,9 @@ impl Snippet<'_> {
         }
         // A span over several lines: its first line marked from the start,
         // its last line up to the end.
-        let text = line_text(start.line);
-        let from = display_col(text, start.column);
-        let to = display_col(text, text.chars().count() + 1);
+        let cols = self.lines.get(start.line);
+        let from = cols.display_col(start.column);
+        let to = cols.width;
         let shift = self.shift(start.line, from);
         out.push_str(&self.source_line(start.line, shift));
         out.push_str(&self.mark_row(
@@ -279,10 +389,10 @@ impl Snippet<'_> {
         if end.line > start.line + 1 {
             out.push_str(&self.p.paint(BLUE, "...\n"));
         }
-        let text = line_text(end.line);
-        let indent = text.chars().take_while(|c| c.is_whitespace()).count() + 1;
-        let from = display_col(text, indent);
-        let to = display_col(text, end.column.max(indent + 1));
+        let cols = self.lines.get(end.line);
+        let indent = cols.indent + 1;
+        let from = cols.display_col(indent);
+        let to = cols.display_col(end.column.max(indent + 1));
         let shift = self.shift(end.line, from);
         out.push_str(&self.source_line(end.line, shift));
         out.push_str(&self.mark_row(shift, from, to, first));
@@ -290,10 +400,16 @@ impl Snippet<'_> {
     }
 }
 
+#[cfg(test)]
 pub fn render_one(f: &Finding, text: &str, opts: &Options) -> String {
+    render_in(f, &Lines::new(text), opts)
+}
+
+/// One finding, shown with the lines of its file.
+fn render_in(f: &Finding, lines: &Lines, opts: &Options) -> String {
     let head = format!("{}[{}]", f.severity.as_str(), f.check.as_str());
     let at = (f.span.start.line, f.span.start.column);
-    render_headed(&head, f, text, at, opts.color, opts.width)
+    render_headed(&head, f, lines, at, opts.color, opts.width)
 }
 
 /// A problem in a file lockaudit reads that is not Rust source (a config,
@@ -345,13 +461,20 @@ pub fn render_problem(problem: &Problem, color: bool, width: usize) -> String {
     f.severity = Severity::Error;
     f.path = problem.path.to_string();
     f.help = problem.help.map(str::to_string);
-    render_headed("error", &f, &text, (line, problem.column), color, width)
+    render_headed(
+        "error",
+        &f,
+        &Lines::new(&text),
+        (line, problem.column),
+        color,
+        width,
+    )
 }
 
 fn render_headed(
     head: &str,
     f: &Finding,
-    text: &str,
+    lines: &Lines,
     at: (usize, usize),
     color: bool,
     width: usize,
@@ -378,7 +501,6 @@ fn render_headed(
         .iter()
         .map(|l| (l, crate::escape::text(&l.message).into_owned()))
         .collect();
-    let lines: Vec<&str> = text.lines().collect();
     let mut shown = vec![f.span.start.line, f.span.end.line];
     shown.extend(f.labels.iter().map(|l| l.span.start.line));
     shown.extend(f.labels.iter().map(|l| l.span.end.line));
@@ -397,7 +519,7 @@ fn render_headed(
         at.0,
         at.1
     ));
-    if text.is_empty() {
+    if lines.is_empty() {
         out.push_str(&format!("{}\n", s.bar()));
     } else {
         // The finding's own place first, with any related label on the
@@ -470,9 +592,13 @@ fn render_headed(
 
 pub fn render(findings: &[Finding], summary: &Summary, opts: &Options) -> String {
     let mut out = String::new();
+    // Each file's lines are split and measured once for all its findings.
+    let mut files: std::collections::HashMap<&str, Lines> = std::collections::HashMap::new();
     for f in findings.iter().filter(|f| f.suppressed.is_none()) {
-        let text = opts.sources.get(&f.path).map(String::as_str).unwrap_or("");
-        out.push_str(&render_one(f, text, opts));
+        let lines = files.entry(f.path.as_str()).or_insert_with(|| {
+            Lines::new(opts.sources.get(&f.path).map(String::as_str).unwrap_or(""))
+        });
+        out.push_str(&render_in(f, lines, opts));
         out.push('\n');
     }
     // A suppressed finding is not shown, but a suppression that does not say
@@ -539,6 +665,30 @@ mod tests {
         let at = marks.find('^').unwrap();
         assert_eq!(&src[at..at + 6], "TARGET", "{out}");
         assert_eq!(marks.matches('^').count(), 6);
+    }
+
+    /// The checkpoints give what cleaning the whole line gives.
+    #[test]
+    fn columns_of_long_lines_agree_with_cleaning_the_whole_line() {
+        let line: String = "ab\té\u{1b}😀\u{202e}c".repeat(60);
+        let cols = super::Columns::new(&line);
+        let cleaned: Vec<char> = super::clean(&line).chars().collect();
+        assert_eq!(cols.width, cleaned.len());
+        for col in 1..=line.chars().count() + 3 {
+            let naive: usize = line.chars().take(col - 1).map(super::width).sum();
+            assert_eq!(cols.display_col(col), naive, "{col}");
+        }
+        for from in (0..cleaned.len() + 2).step_by(7) {
+            for len in [0, 1, 5, 40, 200] {
+                let to = from + len;
+                let naive: String = cleaned
+                    .iter()
+                    .skip(from)
+                    .take(to.saturating_sub(from))
+                    .collect();
+                assert_eq!(cols.cut(from, to), naive, "{from}..{to}");
+            }
+        }
     }
 
     #[test]

@@ -25,15 +25,9 @@ pub fn doc_link(id: &str) -> String {
 
 /// A protocol position from a lockaudit one.
 pub fn position(src: &SourceFile, p: Pos) -> Position {
-    let line = src.line_text(p.line);
-    let character: usize = line
-        .chars()
-        .take(p.column.saturating_sub(1))
-        .map(char::len_utf16)
-        .sum();
     Position {
         line: p.line.saturating_sub(1) as u32,
-        character: character as u32,
+        character: src.utf16_column(p) as u32,
     }
 }
 
@@ -46,19 +40,7 @@ pub fn range(src: &SourceFile, s: Span) -> Range {
 
 /// The byte offset of a protocol position (clamped to the line's end).
 pub fn offset(src: &SourceFile, p: Position) -> usize {
-    let line = p.line as usize + 1;
-    if line > src.line_count() {
-        return src.text.len();
-    }
-    let start = src.pos_of_line_col(line, 0).offset;
-    let mut units = 0usize;
-    for (i, c) in src.line_text(line).char_indices() {
-        if units >= p.character as usize {
-            return start + i;
-        }
-        units += c.len_utf16();
-    }
-    start + src.line_text(line).len()
+    src.offset_of_utf16(p.line as usize + 1, p.character as usize)
 }
 
 fn severity(s: Severity) -> DiagnosticSeverity {

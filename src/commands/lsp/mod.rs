@@ -7,6 +7,7 @@
 //! check's explain page (also linked from each diagnostic's code).
 
 mod convert;
+mod transport;
 
 pub use convert::{offset, position, uri_path, EXPLAIN_COMMAND};
 
@@ -45,14 +46,14 @@ pub struct Options {
 }
 
 pub fn run(args: &LspArgs) -> Result<ExitStatus, Failure> {
-    let (conn, io) = Connection::stdio();
+    let (conn, io) = transport::stdio()?;
     serve(
         conn,
         Options {
             config: args.config.clone(),
         },
     )?;
-    io.join()?;
+    io.finish()?;
     Ok(ExitStatus::Clean)
 }
 
@@ -157,6 +158,11 @@ impl Server {
                         self.send(Message::Response(resp));
                     }
                     Message::Notification(n) if n.method == "exit" => return Ok(()),
+                    Message::Notification(n) if n.method == transport::IGNORED => {
+                        let why = n.params.as_str().unwrap_or("a message").to_string();
+                        crate::escape::eprintln(&format!("lockaudit lsp: {why}: ignored"));
+                        self.show(MessageType::ERROR, format!("lockaudit: {why}: ignored"));
+                    }
                     Message::Notification(n) => self.notification(n),
                     Message::Response(_) => {}
                 }
@@ -341,7 +347,12 @@ impl Server {
                 config::load_discovered(c, &shown)
             };
             match loaded {
-                Ok(s) => settings = s,
+                Ok(s) => {
+                    for w in &s.warnings {
+                        self.show(MessageType::WARNING, w.clone());
+                    }
+                    settings = s;
+                }
                 Err(e) => self.show(MessageType::ERROR, app::render_yaml_errors(&e, false)),
             }
         }
@@ -382,15 +393,22 @@ impl Server {
         let engine = Engine::new(&loaded.packs, &loaded.settings)
             .with_prefilter(Some(&loaded.prefilter))
             .with_manifests(&manifests);
-        doc.findings = engine
-            .check_in_crate(
-                &shown,
-                doc.text.as_bytes(),
-                &self.cwd,
-                None,
-                Some(&loaded.first_audits),
-            )
-            .findings;
+        // A document over `max-file-size` is not parsed, as `check`
+        // would not read the file.
+        let size = doc.text.len() as u64;
+        doc.findings = if size > loaded.settings.max_file_size {
+            engine.too_large(&shown, size).findings
+        } else {
+            engine
+                .check_in_crate(
+                    &shown,
+                    doc.text.as_bytes(),
+                    &self.cwd,
+                    None,
+                    Some(&loaded.first_audits),
+                )
+                .findings
+        };
         let src = SourceFile::new("", doc.text.as_str());
         let diagnostics = doc
             .findings
