@@ -29,27 +29,33 @@ pub struct Excludes {
     canonical: Arc<Mutex<Canonical>>,
 }
 
-/// Canonical paths, each directory resolved once: a path that is not a
-/// symbolic link is its parent's canonical path and its name (one
-/// `lstat`), where resolving it from the root again costs a `readlink`
-/// per component (cubic in a tree thousands deep).
-#[derive(Default)]
-pub struct Canonical {
-    known: std::collections::HashMap<PathBuf, Option<PathBuf>>,
+/// Answers about directories (or paths) that each cost the file system
+/// once: a path's answer is worked out from its parent's, so a tree
+/// thousands deep costs a system call or two per directory, where
+/// resolving each path from the root again would cost one per component
+/// (cubic). Up to the first path known, then down again: a loop, never
+/// recursion.
+pub struct DirMemo<T> {
+    known: std::collections::HashMap<PathBuf, T>,
 }
 
-impl Canonical {
-    /// The canonical path of `path` (relative to the current directory or
-    /// absolute), or `None` when it does not resolve.
-    pub fn of(&mut self, path: &Path) -> Option<PathBuf> {
-        // Up to the first path known (or one that must be resolved
-        // whole), then down again: a loop, never recursion.
+impl<T> Default for DirMemo<T> {
+    fn default() -> Self {
+        DirMemo {
+            known: Default::default(),
+        }
+    }
+}
+
+impl<T> DirMemo<T> {
+    /// The answer for `path`: `answer(p, parent's answer)` is asked once
+    /// for `path` and each unknown path above it (from the top down); the
+    /// parent's answer is `None` where the path has no parent to go by (the
+    /// first component, `..`, a root).
+    pub fn get(&mut self, path: &Path, mut answer: impl FnMut(&Path, Option<&T>) -> T) -> &T {
         let mut todo = Vec::new();
         let mut cur = path.to_path_buf();
-        loop {
-            if self.known.contains_key(&cur) {
-                break;
-            }
+        while !self.known.contains_key(&cur) {
             let parent = match (cur.parent(), cur.components().next_back()) {
                 (Some(p), Some(std::path::Component::Normal(_))) if !p.as_os_str().is_empty() => {
                     Some(p.to_path_buf())
@@ -63,22 +69,39 @@ impl Canonical {
             }
         }
         while let Some(p) = todo.pop() {
-            let from_parent = match (p.parent(), p.file_name()) {
-                (Some(parent), Some(name)) => self
-                    .known
-                    .get(parent)
-                    .cloned()
-                    .flatten()
-                    .filter(|_| {
-                        std::fs::symlink_metadata(&p).is_ok_and(|m| !m.file_type().is_symlink())
-                    })
-                    .map(|c| c.join(name)),
-                _ => None,
-            };
-            let resolved = from_parent.or_else(|| std::fs::canonicalize(&p).ok());
-            self.known.insert(p, resolved);
+            let value = answer(&p, p.parent().and_then(|q| self.known.get(q)));
+            self.known.insert(p, value);
         }
-        self.known.get(path).cloned().flatten()
+        &self.known[path]
+    }
+}
+
+/// Canonical paths, each directory resolved once: a path that is not a
+/// symbolic link is its parent's canonical path and its name (one
+/// `lstat`).
+#[derive(Default)]
+pub struct Canonical {
+    memo: DirMemo<Option<PathBuf>>,
+}
+
+impl Canonical {
+    /// The canonical path of `path` (relative to the current directory or
+    /// absolute), or `None` when it does not resolve.
+    pub fn of(&mut self, path: &Path) -> Option<PathBuf> {
+        self.memo
+            .get(path, |p, parent| {
+                let from_parent = match (parent.cloned().flatten(), p.file_name()) {
+                    (Some(canon), Some(name))
+                        if std::fs::symlink_metadata(p)
+                            .is_ok_and(|m| !m.file_type().is_symlink()) =>
+                    {
+                        Some(canon.join(name))
+                    }
+                    _ => None,
+                };
+                from_parent.or_else(|| std::fs::canonicalize(p).ok())
+            })
+            .clone()
     }
 }
 

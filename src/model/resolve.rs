@@ -376,63 +376,45 @@ impl Manifests {
 /// system call per component (cubic in a tree thousands deep).
 #[derive(Default)]
 struct DirRoots {
-    known: HashMap<PathBuf, (PathBuf, Option<PathBuf>)>,
+    memo: crate::walk::DirMemo<(PathBuf, Option<PathBuf>)>,
 }
 
 impl DirRoots {
     fn root(&mut self, cwd: &Path, dir: &Path) -> Option<PathBuf> {
-        // Up to the first directory known (or one that must be resolved
-        // whole), then down again: a loop, never recursion.
-        let mut todo = Vec::new();
-        let mut cur = dir.to_path_buf();
-        loop {
-            if self.known.contains_key(&cur) {
-                break;
-            }
-            let plain = match (cur.parent(), cur.components().next_back()) {
-                (Some(parent), Some(std::path::Component::Normal(_))) => Some(parent.to_path_buf()),
-                _ => None,
-            };
-            todo.push(cur.clone());
-            match plain {
-                Some(parent) => cur = parent,
-                None => break,
-            }
-        }
-        while let Some(d) = todo.pop() {
-            let full = cwd.join(&d);
-            let from_parent = match (d.parent(), d.file_name()) {
-                (Some(parent), Some(name)) => self
-                    .known
-                    .get(parent)
-                    .filter(|_| {
-                        std::fs::symlink_metadata(&full).is_ok_and(|m| m.file_type().is_dir())
-                    })
-                    .map(|(canon, root)| (canon.join(name), root.clone())),
-                _ => None,
-            };
-            let entry = match from_parent {
-                Some((canon, parent_root)) => {
-                    let own = std::fs::symlink_metadata(canon.join("Cargo.toml"))
-                        .is_ok_and(|m| m.is_file());
-                    let root = if own {
-                        Some(canon.clone())
-                    } else {
-                        parent_root
-                    };
-                    (canon, root)
-                }
-                None => match std::fs::canonicalize(&full) {
-                    Ok(canon) => {
-                        let root = crate_root_at_or_above(&canon);
+        self.memo
+            .get(dir, |d, parent| {
+                let full = cwd.join(d);
+                let from_parent = match (parent, d.file_name()) {
+                    (Some((canon, root)), Some(name))
+                        if std::fs::symlink_metadata(&full)
+                            .is_ok_and(|m| m.file_type().is_dir()) =>
+                    {
+                        Some((canon.join(name), root.clone()))
+                    }
+                    _ => None,
+                };
+                match from_parent {
+                    Some((canon, parent_root)) => {
+                        let own = std::fs::symlink_metadata(canon.join("Cargo.toml"))
+                            .is_ok_and(|m| m.is_file());
+                        let root = if own {
+                            Some(canon.clone())
+                        } else {
+                            parent_root
+                        };
                         (canon, root)
                     }
-                    Err(_) => (full, None),
-                },
-            };
-            self.known.insert(d, entry);
-        }
-        self.known.get(dir).and_then(|(_, root)| root.clone())
+                    None => match std::fs::canonicalize(&full) {
+                        Ok(canon) => {
+                            let root = crate_root_at_or_above(&canon);
+                            (canon, root)
+                        }
+                        Err(_) => (full, None),
+                    },
+                }
+            })
+            .1
+            .clone()
     }
 }
 
