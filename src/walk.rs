@@ -320,15 +320,20 @@ pub fn identity(path: &Path) -> Identity {
     Identity::Path(std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()))
 }
 
-/// The files a source file's `mod name;` declarations name: `name.rs` and
+/// The files a source file brings into its crate, as rustc follows them:
+/// the files its `mod name;` declarations name (`name.rs` and
 /// `name/mod.rs` beside it or in its own module directory, or the file a
-/// `#[path = "…"]` attribute names. Found from the text alone (a mention
-/// in a comment adds a candidate, never loses one); only existing files
-/// are returned.
+/// `#[path = "…"]` attribute names), also inside inline modules (`mod a {
+/// mod b; }` is `a/b.rs` below that directory), and the files
+/// `include!("…")` names (relative to the file). Found from the text alone
+/// (a mention in a comment adds a candidate, never loses one); only
+/// existing files are returned.
 pub fn declared_modules(path: &Path, bytes: &[u8]) -> Vec<PathBuf> {
     use std::sync::OnceLock;
     static MOD: OnceLock<regex::bytes::Regex> = OnceLock::new();
     static PATH: OnceLock<regex::bytes::Regex> = OnceLock::new();
+    static INCLUDE: OnceLock<regex::bytes::Regex> = OnceLock::new();
+    static INLINE: OnceLock<regex::bytes::Regex> = OnceLock::new();
     let decl = MOD.get_or_init(|| {
         regex::bytes::Regex::new(
             r"((?:#\s*\[[^\]]*\]\s*)*)(?:pub\s*(?:\([^)]*\))?\s*)?\bmod\s+(?:r#)?([A-Za-z_][A-Za-z0-9_]*)\s*;",
@@ -338,27 +343,108 @@ pub fn declared_modules(path: &Path, bytes: &[u8]) -> Vec<PathBuf> {
     let path_attr = PATH.get_or_init(|| {
         regex::bytes::Regex::new(r#"\bpath\s*=\s*"([^"]*)""#).expect("a valid regex")
     });
+    let include = INCLUDE.get_or_init(|| {
+        regex::bytes::Regex::new(r#"\binclude\s*!\s*[(\[{]\s*"([^"]*)"\s*[)\]}]"#)
+            .expect("a valid regex")
+    });
+    let inline = INLINE.get_or_init(|| {
+        regex::bytes::Regex::new(r"\bmod\s+(?:r#)?([A-Za-z_][A-Za-z0-9_]*)\s*\{")
+            .expect("a valid regex")
+    });
     let Some(dir) = path.parent() else {
         return Vec::new();
     };
     let stem = path.file_stem().unwrap_or_default();
+    // A `mod.rs`, `lib.rs` or `main.rs` owns its directory; any other file
+    // `foo.rs` owns `foo/`.
+    let own_dir = match stem.to_str() {
+        Some("mod" | "lib" | "main") => dir.to_path_buf(),
+        _ => dir.join(stem),
+    };
+    let inline_at = inline_modules(bytes, inline);
     let mut out = Vec::new();
     for c in decl.captures_iter(bytes) {
         let attrs = c.get(1).map_or(&b""[..], |m| m.as_bytes());
         let name = String::from_utf8_lossy(&c[2]).into_owned();
+        let at = c.get(2).map_or(0, |m| m.start());
+        let nest = inline_at(at);
         if let Some(p) = path_attr.captures(attrs) {
-            out.push(dir.join(String::from_utf8_lossy(&p[1]).as_ref()));
+            let given = String::from_utf8_lossy(&p[1]).into_owned();
+            out.push(dir.join(&given));
+            if !nest.is_empty() {
+                out.push(own_dir.join(nest.join("/")).join(&given));
+                out.push(dir.join(nest.join("/")).join(&given));
+            }
             continue;
         }
-        for base in [dir.to_path_buf(), dir.join(stem)] {
+        for base in [dir.to_path_buf(), own_dir.clone()] {
+            let base = base.join(nest.join("/"));
             out.push(base.join(format!("{name}.rs")));
             out.push(base.join(&name).join("mod.rs"));
         }
+    }
+    for c in include.captures_iter(bytes) {
+        out.push(dir.join(String::from_utf8_lossy(&c[1]).as_ref()));
     }
     out.retain(|p| p.is_file());
     out.sort();
     out.dedup();
     out
+}
+
+/// For each byte offset, the inline modules (`mod a { … }`) around it,
+/// outermost first, found in one pass that counts braces (strings and
+/// comments are not told apart: a wrong guess only adds a candidate that
+/// does not exist).
+fn inline_modules(bytes: &[u8], inline: &regex::bytes::Regex) -> impl Fn(usize) -> Vec<String> {
+    /// A hostile file with thousands of inline modules: the paths it could
+    /// name stop growing here.
+    const MAX_INLINE: usize = 256;
+    // Each `mod a {`: its name and the offset of its `{`.
+    let opens: Vec<(String, usize)> = inline
+        .captures_iter(bytes)
+        .take(MAX_INLINE)
+        .filter_map(|c| {
+            let brace = c.get(0)?.end().checked_sub(1)?;
+            Some((String::from_utf8_lossy(&c[1]).into_owned(), brace))
+        })
+        .collect();
+    // Each inline module: its name and body (start, end).
+    let mut spans: Vec<(String, usize, usize)> = Vec::new();
+    let mut open: Vec<(usize, usize)> = Vec::new(); // (depth, index in spans)
+    let mut next = opens.iter().peekable();
+    let mut depth = 0usize;
+    if !opens.is_empty() {
+        for (i, &b) in bytes.iter().enumerate() {
+            match b {
+                b'{' => {
+                    depth += 1;
+                    if next.peek().is_some_and(|(_, at)| *at == i) {
+                        let (name, _) = next.next().expect("peeked");
+                        spans.push((name.clone(), i + 1, bytes.len()));
+                        open.push((depth, spans.len() - 1));
+                    }
+                }
+                b'}' => {
+                    if let Some(&(d, idx)) = open.last() {
+                        if d == depth {
+                            spans[idx].2 = i;
+                            open.pop();
+                        }
+                    }
+                    depth = depth.saturating_sub(1);
+                }
+                _ => {}
+            }
+        }
+    }
+    move |at| {
+        spans
+            .iter()
+            .filter(|(_, start, end)| *start <= at && at < *end)
+            .map(|(name, _, _)| name.clone())
+            .collect()
+    }
 }
 
 fn ancestors_excluded(path: &Path, excluded: &dyn Fn(&Path) -> bool) -> bool {
@@ -409,5 +495,28 @@ pub(crate) fn printable(os: &std::ffi::OsStr) -> String {
     #[cfg(not(unix))]
     {
         crate::escape::text(&os.to_string_lossy().replace('\\', "/")).into_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn inline_modules_are_found_in_one_pass_and_bounded() {
+        let re = regex::bytes::Regex::new(r"\bmod\s+(?:r#)?([A-Za-z_][A-Za-z0-9_]*)\s*\{").unwrap();
+        let text = b"mod a { mod b { x } fn f() { { } } mod c { } }\nmod d { }";
+        let at = super::inline_modules(text, &re);
+        let pos = |needle: &str| {
+            text.windows(needle.len())
+                .position(|w| w == needle.as_bytes())
+                .unwrap()
+        };
+        assert_eq!(at(pos("x")), ["a", "b"]);
+        assert_eq!(at(pos("fn f")), ["a"]);
+        assert_eq!(at(pos("\nmod d")), Vec::<String>::new());
+        assert_eq!(at(pos("d {") + 3), ["d"]);
+        // Thousands of nested modules: at most 256 are kept.
+        let deep = "mod a { ".repeat(20_000) + "x";
+        let at = super::inline_modules(deep.as_bytes(), &re);
+        assert_eq!(at(deep.len() - 1).len(), 256);
     }
 }

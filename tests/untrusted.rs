@@ -3024,3 +3024,43 @@ fn nested_directories_cost_one_lookup_each() {
     assert!(r.stdout.contains("1902 files audited"), "{}", r.stdout);
     assert!(r.stdout.contains(&deepest));
 }
+
+/// Code rustc compiles is audited even when the walk would not find it: a
+/// file `include!` names (a `.inc` is not walked), `mod b;` and `#[path]`
+/// inside inline modules, in a `lib.rs` and in a non-`mod.rs` file (here
+/// hidden from the walk by `.ignore`). A candidate that does not exist is
+/// nothing.
+#[test]
+fn included_files_and_modules_inside_inline_modules_are_audited() {
+    let dir = repo();
+    let d = dir.path();
+    fs::remove_file(d.join("witness.rs")).unwrap();
+    fs::create_dir_all(d.join("src/outer/inner")).unwrap();
+    fs::create_dir_all(d.join("src/plain/a")).unwrap();
+    fs::write(
+        d.join("src/lib.rs"),
+        "mod outer {\n    pub mod inner {\n        mod deep;\n    }\n    #[path = \"odd.inc\"]\n    mod odd;\n    mod missing;\n}\ninclude!(\"locks.inc\");\nmod plain;\n",
+    )
+    .unwrap();
+    fs::write(d.join("src/plain.rs"), "mod a {\n    mod b;\n}\n").unwrap();
+    let reached = [
+        "src/outer/inner/deep.rs",
+        "src/outer/odd.inc",
+        "src/locks.inc",
+        "src/plain/a/b.rs",
+    ];
+    for f in reached {
+        fs::write(d.join(f), WITNESS).unwrap();
+    }
+    fs::write(d.join("src/.ignore"), "outer/\nplain/\n").unwrap();
+    let r = run(d, &["check", "--format", "short", "."]);
+    assert_eq!(r.code, Some(1), "{r:?}");
+    for f in reached {
+        assert!(
+            r.stdout
+                .contains(&format!("{f}:4:9: error[unowned-release]")),
+            "{f}: {r:?}"
+        );
+    }
+    assert!(r.stdout.contains("6 files audited"), "{r:?}");
+}
