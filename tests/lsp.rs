@@ -63,6 +63,17 @@ impl Client {
     }
 }
 
+/// Sends the whole new text of a document.
+fn replace_text(c: &Client, uri: &str, version: i32, text: &str) {
+    c.notify(
+        "textDocument/didChange",
+        json!({
+            "textDocument": { "uri": uri, "version": version },
+            "contentChanges": [{ "text": text }],
+        }),
+    );
+}
+
 /// Applies an LSP workspace edit's text edits for `uri` to `text`.
 fn apply(text: &str, edit: &Value, uri: &str) -> String {
     let src = SourceFile::new("", text);
@@ -214,13 +225,7 @@ fn annotating_from_a_code_action_clears_the_diagnostic() {
         edited.contains("{\n    // lock-purpose: efficiency — TODO: why\n    let r"),
         "{edited}"
     );
-    c.notify(
-        "textDocument/didChange",
-        json!({
-            "textDocument": { "uri": uri, "version": 2 },
-            "contentChanges": [{ "text": edited }],
-        }),
-    );
+    replace_text(&c, &uri, 2, &edited);
     assert_eq!(
         c.diagnostics(),
         Vec::<Value>::new(),
@@ -228,13 +233,7 @@ fn annotating_from_a_code_action_clears_the_diagnostic() {
     );
 
     // Back to the old text, then suppress instead: also silent.
-    c.notify(
-        "textDocument/didChange",
-        json!({
-            "textDocument": { "uri": uri, "version": 3 },
-            "contentChanges": [{ "text": suppressed }],
-        }),
-    );
+    replace_text(&c, &uri, 3, &suppressed);
     assert_eq!(
         c.diagnostics(),
         Vec::<Value>::new(),
@@ -242,13 +241,7 @@ fn annotating_from_a_code_action_clears_the_diagnostic() {
     );
     // Saving publishes again, from the editor's text (the file on disk
     // has no lock at all).
-    c.notify(
-        "textDocument/didChange",
-        json!({
-            "textDocument": { "uri": uri, "version": 4 },
-            "contentChanges": [{ "text": text }],
-        }),
-    );
+    replace_text(&c, &uri, 4, text);
     assert_eq!(c.diagnostics().len(), 1);
     c.notify(
         "textDocument/didSave",
@@ -301,13 +294,7 @@ fn an_exact_fix_is_the_preferred_code_action() {
         .iter()
         .any(|a| a["title"].as_str().unwrap().starts_with("Annotate")));
     let fixed = apply(&text, &fix["edit"], &uri);
-    c.notify(
-        "textDocument/didChange",
-        json!({
-            "textDocument": { "uri": uri, "version": 2 },
-            "contentChanges": [{ "text": fixed }],
-        }),
-    );
+    replace_text(&c, &uri, 2, &fixed);
     let after = c.diagnostics();
     assert_eq!(after.len(), diags.len() - 1, "{after:#?}");
     assert!(!after
@@ -418,13 +405,7 @@ fn ranged_edits_apply_in_order_in_utf16_units() {
         diags[0]["range"]["start"],
         json!({ "line": 2, "character": 35 })
     );
-    c.notify(
-        "textDocument/didChange",
-        json!({
-            "textDocument": { "uri": uri, "version": 3 },
-            "contentChanges": [{ "text": CLEAN }],
-        }),
-    );
+    replace_text(&c, &uri, 3, CLEAN);
     assert!(c.diagnostics().is_empty());
     stop(c, handle);
 }
