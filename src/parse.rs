@@ -109,7 +109,7 @@ pub fn pool(jobs: Option<usize>) -> Result<rayon::ThreadPool, rayon::ThreadPoolB
 /// Most bytes of source parsed and modelled at once, across every thread
 /// of the process. A larger file (up to the file size ceiling) waits for
 /// the whole budget and is then parsed alone.
-pub const IN_FLIGHT: u64 = 4 << 20;
+pub const IN_FLIGHT: u64 = 2 << 20;
 
 /// A budget of bytes that threads take from and give back.
 struct Budget {
