@@ -2194,18 +2194,31 @@ fn a_run_stopped_while_writing_leaves_no_temporary_file() {
 // 9. Closed streams, huge --jobs.
 
 /// Runs with stdout or stderr a pipe nobody reads (closed at once).
+/// A pipe whose reading end is closed before anything is written to it:
+/// every write fails (`EPIPE`), however soon the child writes.
+fn unread_pipe() -> Stdio {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: `pipe` fills both descriptors; the reading one is closed at
+    // once and the writing one is owned by the returned `Stdio`.
+    unsafe {
+        assert_eq!(libc::pipe(fds.as_mut_ptr()), 0);
+        libc::close(fds[0]);
+        Stdio::from(std::os::fd::OwnedFd::from_raw_fd(fds[1]))
+    }
+}
+
 fn run_closed(dir: &Path, args: &[&str], close_stdout: bool) -> (Option<i32>, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockaudit"));
     cmd.args(args).current_dir(dir).stdin(Stdio::null());
     if close_stdout {
-        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.stdout(unread_pipe()).stderr(Stdio::piped());
     } else {
         cmd.stdout(Stdio::null()).stderr(Stdio::piped());
     }
     let mut child = cmd.spawn().unwrap();
     let mut kept = String::new();
     if close_stdout {
-        drop(child.stdout.take());
         child
             .stderr
             .take()
