@@ -144,26 +144,36 @@ pub(super) fn is_chain(e: &Expr) -> bool {
     )
 }
 
-/// `redis::Commands::del(&mut con, key)`: a method of a client called
-/// through the path of a trait a pack names (`traits`), where the packs
-/// know `method` as a method and not as a function.
+/// `redis::Commands::del(&mut con, key)` or `<Connection as
+/// Commands>::del(&mut con, key)`: a method of a client called through the
+/// path of a trait a pack names (`traits`), where the packs know `method`
+/// as a method and not as a function.
 fn ufcs<'ast>(
     packs: &PackSet,
     c: &'ast syn::ExprCall,
 ) -> Option<(&'ast syn::PathSegment, &'ast Expr)> {
     let Expr::Path(p) = &*c.func else { return None };
     let n = p.path.segments.len();
-    if n < 2 || p.qself.is_some() {
+    // `<T>::f` names no trait; `<T as Trait>::f` names it before `f`.
+    if n < 2 || p.qself.as_ref().is_some_and(|q| q.position == 0) {
         return None;
     }
     let owner = p.path.segments[n - 2].ident.unraw().to_string();
     let last = &p.path.segments[n - 1];
     let name = last.ident.unraw().to_string();
     let receiver = c.args.first()?;
-    (packs.traits.contains(&owner)
-        && packs.by_function(&name).is_empty()
-        && !packs.by_method(&name).is_empty())
-    .then_some((last, receiver))
+    // A function a pack names under this same owner (`Cmd::del`) is that
+    // function, not the trait's method.
+    let owned_function = packs.by_function(&name).iter().any(|r| {
+        packs
+            .api(*r)
+            .matcher
+            .function
+            .as_ref()
+            .is_some_and(|f| f.len() >= 2 && f[f.len() - 2] == owner)
+    });
+    (packs.traits.contains(&owner) && !owned_function && !packs.by_method(&name).is_empty())
+        .then_some((last, receiver))
 }
 
 pub(super) fn flatten<'ast>(
