@@ -540,12 +540,28 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
     Ok(audit)
 }
 
-/// Per scope: its pre-filter, unless the run turned it off.
-pub(crate) fn prefilters(p: &Prepared, list: &[crate::scope::Scope]) -> Vec<Option<Prefilter>> {
+/// Per scope: its pre-filter, unless the run turned it off. Scopes with
+/// the same packs and lock-name pattern share one.
+pub(crate) fn prefilters(
+    p: &Prepared,
+    list: &[crate::scope::Scope],
+) -> Vec<Option<std::sync::Arc<Prefilter>>> {
+    let mut built: HashMap<(*const crate::pack::PackSet, String), std::sync::Arc<Prefilter>> =
+        HashMap::new();
     list.iter()
         .map(|s| {
-            p.prefilter
-                .then(|| Prefilter::new(&s.packs, &s.settings.lock_name))
+            p.prefilter.then(|| {
+                let key = (
+                    std::sync::Arc::as_ptr(&s.packs),
+                    s.settings.lock_name.as_str().to_string(),
+                );
+                built
+                    .entry(key)
+                    .or_insert_with(|| {
+                        std::sync::Arc::new(Prefilter::new(&s.packs, &s.settings.lock_name))
+                    })
+                    .clone()
+            })
         })
         .collect()
 }
@@ -553,14 +569,14 @@ pub(crate) fn prefilters(p: &Prepared, list: &[crate::scope::Scope]) -> Vec<Opti
 /// Per scope: the engine, with its pre-filter.
 pub(crate) fn engines<'s>(
     list: &'s [crate::scope::Scope],
-    prefilters: &'s [Option<Prefilter>],
+    prefilters: &'s [Option<std::sync::Arc<Prefilter>>],
     manifests: &'s Manifests,
 ) -> Vec<Engine<'s>> {
     list.iter()
         .zip(prefilters)
         .map(|(s, pre)| {
             Engine::new(&s.packs, &s.settings)
-                .with_prefilter(pre.as_ref())
+                .with_prefilter(pre.as_deref())
                 .with_manifests(manifests)
         })
         .collect()
@@ -579,7 +595,7 @@ fn crate_passes(
 ) {
     let list = &scopes.list;
     // No pre-filter: a caller of a wrapper need not mention any lock API.
-    let no_prefilter: Vec<Option<Prefilter>> = list.iter().map(|_| None).collect();
+    let no_prefilter: Vec<Option<std::sync::Arc<Prefilter>>> = list.iter().map(|_| None).collect();
     let unfiltered = engines(list, &no_prefilter, manifests);
     let prefilters = prefilters(p, list);
     let engines_first: Vec<Engine> = engines(list, &prefilters, manifests)

@@ -15,7 +15,9 @@ use crate::walk::{self, Excludes};
 /// One config and what it loads.
 pub struct Scope {
     pub settings: Settings,
-    pub packs: PackSet,
+    /// Shared by every scope whose config names the same rule packs (most
+    /// name none: they all share the built-in packs).
+    pub packs: std::sync::Arc<PackSet>,
     pub excludes: Excludes,
 }
 
@@ -39,6 +41,9 @@ pub struct Scopes {
     repo_prefix: String,
     /// Configs or packs that could not be loaded; the run stops (exit 2).
     pub errors: Vec<YamlErrors>,
+    /// The packs loaded so far, by the rule packs a config names: a
+    /// thousand configs cost one set of packs, not a thousand.
+    packs_by_rules: HashMap<Vec<PathBuf>, std::sync::Arc<PackSet>>,
     /// `--select`, `--extend-select`, `--ignore`: applied to every config.
     selection: crate::cli::Selection,
 }
@@ -58,6 +63,7 @@ impl Scopes {
             cwd: cwd.to_path_buf(),
             repo_prefix: repo_prefix.to_string(),
             errors: Vec::new(),
+            packs_by_rules: HashMap::new(),
             selection: crate::cli::Selection::default(),
         };
         let first = match config {
@@ -88,10 +94,19 @@ impl Scopes {
             crate::escape::eprintln(&format!("warning: {w}"));
         }
         self.selection.apply(&mut settings.checks);
-        let packs = PackSet::load(&settings.rules, &self.cwd).unwrap_or_else(|errs| {
-            self.errors.extend(errs);
-            PackSet::load(&[], &self.cwd).expect("the built-in packs load")
-        });
+        let packs = match self.packs_by_rules.get(&settings.rules) {
+            Some(p) => p.clone(),
+            None => {
+                let loaded = PackSet::load(&settings.rules, &self.cwd).unwrap_or_else(|errs| {
+                    self.errors.extend(errs);
+                    PackSet::load(&[], &self.cwd).expect("the built-in packs load")
+                });
+                let loaded = std::sync::Arc::new(loaded);
+                self.packs_by_rules
+                    .insert(settings.rules.clone(), loaded.clone());
+                loaded
+            }
+        };
         let excludes = Excludes::new(&[(settings.base.as_path(), settings.exclude.as_slice())])
             .unwrap_or_else(|_| Excludes::new(&[]).expect("no globs"));
         self.list.push(Scope {
