@@ -405,6 +405,7 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
     let mut results: Vec<(PathBuf, usize, String, FileResult)> = Vec::new();
     let manifests = Manifests::new(p.cwd.clone());
     let progress = crate::progress::Progress::files(queue.len());
+    let mut places = ModPlaces::default();
     while !queue.is_empty() {
         let round: Vec<(PathBuf, usize, String, FileResult, Vec<PathBuf>)> = {
             let list = &scopes.list;
@@ -458,7 +459,7 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
                 }
                 // Inside the declaring file's repository (or, outside one,
                 // its directory): never elsewhere, nor under `.git`.
-                let inside = config::inside_repository(&m, &config::containment_root(&path));
+                let inside = places.inside_declaring_repository(&m, &path);
                 let regular = std::fs::metadata(&m).is_ok_and(|md| md.is_file());
                 if !inside || !regular || !seen.insert(id) {
                     continue;
@@ -538,6 +539,62 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
         .sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
     audit.locks.sort();
     Ok(audit)
+}
+
+/// Where the files `mod` declarations reach really are, and the repository
+/// each declaring file belongs to: every directory asked of the file system
+/// once, from its parent's answer, so a `mod` chain thousands of
+/// directories deep costs a few system calls per file, not a walk of the
+/// whole path per component.
+#[derive(Default)]
+struct ModPlaces {
+    canonical: walk::Canonical,
+    roots: walk::DirMemo<Option<PathBuf>>,
+}
+
+impl ModPlaces {
+    /// `path` after every symbolic link.
+    fn real(&mut self, path: &Path) -> Option<PathBuf> {
+        let meta = std::fs::symlink_metadata(path).ok()?;
+        if meta.file_type().is_symlink() {
+            return std::fs::canonicalize(path).ok();
+        }
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        Some(self.canonical.of(dir)?.join(path.file_name()?))
+    }
+
+    /// The nearest directory at or above canonical `dir` that holds `.git`.
+    fn repo_root(&mut self, dir: &Path) -> Option<PathBuf> {
+        self.roots
+            .get(dir, |d, parent| {
+                if d.join(".git").exists() {
+                    Some(d.to_path_buf())
+                } else {
+                    parent.cloned().flatten()
+                }
+            })
+            .clone()
+    }
+
+    /// Whether `file` lies inside the repository of `declaring` (outside
+    /// one, its directory), and not under `.git` there: the rule of
+    /// [`config::inside_repository`], answered from the memos.
+    fn inside_declaring_repository(&mut self, file: &Path, declaring: &Path) -> bool {
+        let Some(dir) = self
+            .real(declaring)
+            .and_then(|r| r.parent().map(Path::to_path_buf))
+        else {
+            return false;
+        };
+        let root = self.repo_root(&dir).unwrap_or(dir);
+        self.real(file).is_some_and(|real| {
+            real.strip_prefix(&root)
+                .is_ok_and(|rel| !rel.components().any(|c| c.as_os_str() == ".git"))
+        })
+    }
 }
 
 /// Per scope: its pre-filter, unless the run turned it off. Scopes with

@@ -3114,3 +3114,36 @@ fn thousands_of_configs_share_their_packs() {
     assert!(r.stdout.contains("svc7/lib.rs:3:"), "{}", r.stdout);
     assert!(!r.stdout.contains("svc8/"), "{}", r.stdout);
 }
+
+/// A `mod` chain 1,800 directories deep, hidden from the walk: each file it
+/// reaches costs a few system calls, not a walk of its whole path per
+/// component (which was cubic: 7 s at 600 levels in a release build).
+#[test]
+fn a_deep_mod_chain_costs_a_few_lookups_per_file() {
+    let dir = repo();
+    let d = dir.path();
+    fs::remove_file(d.join("witness.rs")).unwrap();
+    fs::create_dir_all(d.join("src")).unwrap();
+    fs::write(d.join("src/lib.rs"), "mod m;\n").unwrap();
+    fs::write(d.join(".ignore"), "src/m/\n").unwrap();
+    let mut cur = d.join("src/m");
+    let depth = 1_800;
+    for i in 0..depth {
+        fs::create_dir_all(&cur).unwrap();
+        let text = if i + 1 < depth {
+            "mod m;\npub fn f() {}\n"
+        } else {
+            WITNESS
+        };
+        fs::write(cur.join("mod.rs"), text).unwrap();
+        cur = cur.join("m");
+    }
+    let r = run(d, &["check", "--format", "short", "."]);
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert!(r.stdout.contains("1801 files audited"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("/mod.rs:4:9: error[unowned-release]"),
+        "{}",
+        r.stdout
+    );
+}
