@@ -406,8 +406,10 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
     let manifests = Manifests::new(p.cwd.clone());
     let progress = crate::progress::Progress::files(queue.len());
     let mut places = ModPlaces::default();
+    // Files whose macros declare modules: those cannot be followed.
+    let mut macro_modules: Vec<String> = Vec::new();
     while !queue.is_empty() {
-        let round: Vec<(PathBuf, usize, String, FileResult, Vec<PathBuf>)> = {
+        let round: Vec<(PathBuf, usize, String, FileResult, Reached)> = {
             let list = &scopes.list;
             let prefilters = prefilters(p, list);
             let engines: Vec<Engine> = engines(list, &prefilters, &manifests)
@@ -419,11 +421,11 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
                 usize,
                 String,
                 FileResult,
-                Vec<PathBuf>,
+                Reached,
             ) {
                     let shown = walk::display_path(path, &p.cwd);
                     let engine = &engines[*scope];
-                    let mut mods = Vec::new();
+                    let mut mods = (Vec::new(), false);
                     let r = match read_capped(path, engine.settings.max_file_size) {
                         Ok(Err(size)) => Ok((engine.too_large(&shown, size), Some(String::new()))),
                         Ok(Ok(bytes))
@@ -434,7 +436,10 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
                             Err(Skip::Generated)
                         }
                         Ok(Ok(bytes)) => {
-                            mods = walk::declared_modules(path, &bytes);
+                            mods = (
+                                walk::declared_modules(path, &bytes),
+                                walk::declares_modules_in_a_macro(&bytes),
+                            );
                             let out = engine.check_bytes(&shown, &bytes, inventory);
                             let text = (!out.findings.is_empty())
                                 .then(|| String::from_utf8_lossy(&bytes).into_owned());
@@ -449,7 +454,10 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
             pool.install(|| queue.par_iter().map(audit_one).collect())
         };
         let mut next = Vec::new();
-        for (path, scope, shown, r, mods) in round {
+        for (path, scope, shown, r, (mods, in_macro)) in round {
+            if in_macro {
+                macro_modules.push(shown.clone());
+            }
             for m in mods {
                 // Most declared modules were walked already: one `stat`
                 // says so, before anything costlier is asked.
@@ -481,6 +489,17 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
     crate_passes(p, &pool, &scopes, &manifests, &mut results, inventory);
     drop(progress);
     drop(scopes);
+    if !macro_modules.is_empty() {
+        macro_modules.sort();
+        let n = macro_modules.len();
+        crate::escape::eprintln(&format!(
+            "note: {n} file{} declare{} modules inside a macro (`mod $name;`), which lockaudit cannot follow: {}{}",
+            report::plural(n),
+            if n == 1 { "s" } else { "" },
+            macro_modules.iter().take(3).cloned().collect::<Vec<_>>().join(", "),
+            if n > 3 { ", …" } else { "" },
+        ));
+    }
     if excluded_modules > 0 {
         crate::escape::eprintln(&format!(
             "note: {excluded_modules} file{} reached by `mod` declarations {} excluded by lockaudit's excludes, not audited",
@@ -540,6 +559,10 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
     audit.locks.sort();
     Ok(audit)
 }
+
+/// What a file brings into its crate: the files its `mod` declarations
+/// and `include!`s name, and whether a macro of it declares modules.
+type Reached = (Vec<PathBuf>, bool);
 
 /// Where the files `mod` declarations reach really are, and the repository
 /// each declaring file belongs to: every directory asked of the file system

@@ -392,6 +392,20 @@ pub fn declared_modules(path: &Path, bytes: &[u8]) -> Vec<PathBuf> {
     out
 }
 
+/// Whether a macro of the file declares modules (`mod $name;` in a
+/// `macro_rules!` body): rustc follows those once the macro is expanded,
+/// which lockaudit does not do, so the caller says so.
+pub fn declares_modules_in_a_macro(bytes: &[u8]) -> bool {
+    use std::sync::OnceLock;
+    static MACRO_MOD: OnceLock<regex::bytes::Regex> = OnceLock::new();
+    MACRO_MOD
+        .get_or_init(|| {
+            regex::bytes::Regex::new(r"\bmod\s+\$[A-Za-z_][A-Za-z0-9_]*\s*;")
+                .expect("a valid regex")
+        })
+        .is_match(bytes)
+}
+
 /// For each byte offset, the inline modules (`mod a { … }`) around it,
 /// outermost first, found in one pass that counts braces (strings and
 /// comments are not told apart: a wrong guess only adds a candidate that

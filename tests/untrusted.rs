@@ -3076,6 +3076,20 @@ fn included_files_and_modules_inside_inline_modules_are_audited() {
         );
     }
     assert!(r.stdout.contains("6 files audited"), "{r:?}");
+    assert!(!r.stderr.contains("inside a macro"), "{r:?}");
+    // A module a macro declares cannot be followed: a note says so.
+    fs::write(
+        d.join("src/gen.rs"),
+        "macro_rules! modules { ($($name:ident),*) => { $(mod $name;)* }; }\nmodules!(alpha, beta);\n",
+    )
+    .unwrap();
+    let r = run(d, &["check", "--format", "short", "."]);
+    assert!(
+        r.stderr.contains(
+            "note: 1 file declares modules inside a macro (`mod $name;`), which lockaudit cannot follow: src/gen.rs"
+        ),
+        "{r:?}"
+    );
 }
 
 /// Thousands of configs cost one set of packs: configs that name the same
