@@ -493,11 +493,10 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
         macro_modules.sort();
         let n = macro_modules.len();
         crate::escape::eprintln(&format!(
-            "note: {n} file{} declare{} modules inside a macro (`mod $name;`), which lockaudit cannot follow: {}{}",
+            "note: {n} file{} declare{} modules inside a macro (`mod $name;`), which lockaudit cannot follow: {}",
             report::plural(n),
             if n == 1 { "s" } else { "" },
-            macro_modules.iter().take(3).cloned().collect::<Vec<_>>().join(", "),
-            if n > 3 { ", …" } else { "" },
+            first_names(&macro_modules),
         ));
     }
     if excluded_modules > 0 {
@@ -545,11 +544,10 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
     if !generated_files.is_empty() {
         let n = generated_files.len();
         crate::escape::eprintln(&format!(
-            "note: skipped {n} generated file{} (`@generated` in {} header: {}{}): `--include-vendored` audits {}",
+            "note: skipped {n} generated file{} (`@generated` in {} header: {}): `--include-vendored` audits {}",
             report::plural(n),
             if n == 1 { "its" } else { "their" },
-            generated_files.iter().take(3).cloned().collect::<Vec<_>>().join(", "),
-            if n > 3 { ", …" } else { "" },
+            first_names(&generated_files),
             if n == 1 { "it" } else { "them" },
         ));
     }
@@ -558,6 +556,15 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
         .sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
     audit.locks.sort();
     Ok(audit)
+}
+
+/// The first three names of a list for a note, then `…` if there are more.
+fn first_names(names: &[String]) -> String {
+    let mut out = names.iter().take(3).cloned().collect::<Vec<_>>().join(", ");
+    if names.len() > 3 {
+        out.push_str(", …");
+    }
+    out
 }
 
 /// What a file brings into its crate: the files its `mod` declarations
