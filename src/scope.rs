@@ -44,6 +44,9 @@ pub struct Scopes {
     /// The packs loaded so far, by the rule packs a config names: a
     /// thousand configs cost one set of packs, not a thousand.
     packs_by_rules: HashMap<Vec<PathBuf>, std::sync::Arc<PackSet>>,
+    /// The repository root of each canonical directory a config was found
+    /// in, from its parent's answer.
+    repo_roots: crate::walk::DirMemo<Option<PathBuf>>,
     /// `--select`, `--extend-select`, `--ignore`: applied to every config.
     selection: crate::cli::Selection,
 }
@@ -64,6 +67,7 @@ impl Scopes {
             repo_prefix: repo_prefix.to_string(),
             errors: Vec::new(),
             packs_by_rules: HashMap::new(),
+            repo_roots: Default::default(),
             selection: crate::cli::Selection::default(),
         };
         let first = match config {
@@ -163,7 +167,21 @@ impl Scopes {
                     let shown = walk::display_path(&cfg, &self.cwd);
                     // A config found in the tree, and the packs it names,
                     // must resolve inside the repository it sits in.
-                    let i = self.push(config::load_discovered(&cfg, &shown));
+                    // Its directory is canonical (discovery walks canonical
+                    // directories); its repository comes from the memo.
+                    let dir = cfg.parent().unwrap_or(Path::new("/")).to_path_buf();
+                    let root = self
+                        .repo_roots
+                        .get(&dir, |d, parent| {
+                            if d.join(".git").exists() {
+                                Some(d.to_path_buf())
+                            } else {
+                                parent.cloned().flatten()
+                            }
+                        })
+                        .clone()
+                        .unwrap_or(dir);
+                    let i = self.push(config::load_discovered_in(&cfg, &root, &shown));
                     self.by_config.insert(cfg, i);
                     i
                 }

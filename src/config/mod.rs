@@ -168,9 +168,15 @@ pub const MAX_BASELINE_BYTES: u64 = 64 << 20;
 /// FIFO, a device or a kernel file (`/proc`, `/sys`), which could block the
 /// run, never end, or hold secrets.
 pub fn read_input(path: &Path, cap: u64) -> Result<String, String> {
+    let real = std::fs::canonicalize(path).map_err(|e| e.to_string())?;
+    read_input_at(path, &real, cap)
+}
+
+/// [`read_input`] of a file whose path after every symbolic link is
+/// known already (`real`).
+fn read_input_at(path: &Path, real: &Path, cap: u64) -> Result<String, String> {
     use std::io::Read;
     let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
-    let real = std::fs::canonicalize(path).map_err(|e| e.to_string())?;
     let kernel = ["/proc", "/sys", "/dev"]
         .iter()
         .any(|k| real.starts_with(k));
@@ -230,13 +236,15 @@ pub fn containment_root(config: &Path) -> PathBuf {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    repo_root(&dir).unwrap_or(dir)
+    repo_root(&dir)
+        .or_else(|| std::fs::canonicalize(&dir).ok())
+        .unwrap_or(dir)
 }
 
 /// Loads a config named on the command line: trusted, so it and the rule
 /// packs it names may be anywhere.
 pub fn load(path: &Path, shown: &str) -> Result<Settings, YamlErrors> {
-    load_within(path, shown, None)
+    load_within(path, shown, None, None)
 }
 
 /// Loads a config that discovery found in the audited tree, which may come
@@ -249,22 +257,58 @@ pub fn load_discovered(path: &Path, shown: &str) -> Result<Settings, YamlErrors>
     let root = containment_root(path);
     let root = root.as_path();
     if !inside_repository(path, root) {
-        let mut c = Collector::new(shown, "");
-        c.at(
-            &[],
-            format!(
-                "the config resolves outside the repository ({}) or into its `.git`: not read",
-                crate::escape::path(root)
-            ),
-            Some("a config found in the audited tree must be a file inside it; pass a config kept elsewhere with `--config`".into()),
-        );
-        return Err(c.finish("config").unwrap_err());
+        return Err(outside(shown, root));
     }
-    load_within(path, shown, Some(root))
+    load_within(path, shown, Some(root), None)
 }
 
-fn load_within(path: &Path, shown: &str, root: Option<&Path>) -> Result<Settings, YamlErrors> {
-    let text = match read_input(path, MAX_CONFIG_BYTES) {
+/// [`load_discovered`] for a config in a directory that is canonical
+/// already, whose repository root (canonical, or the directory itself
+/// outside one) the caller knows: the same rule, without resolving the
+/// whole path again, so configs down a tree thousands deep stay linear.
+pub fn load_discovered_in(path: &Path, root: &Path, shown: &str) -> Result<Settings, YamlErrors> {
+    let real = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path).ok(),
+        Ok(_) => Some(path.to_path_buf()),
+        Err(_) => None,
+    };
+    let inside = real.as_ref().is_some_and(|r| {
+        r.strip_prefix(root)
+            .is_ok_and(|rel| !rel.components().any(|c| c.as_os_str() == ".git"))
+    });
+    match real {
+        Some(real) if inside => load_within(path, shown, Some(root), Some(&real)),
+        _ => Err(outside(shown, root)),
+    }
+}
+
+/// A discovered config that resolves outside its repository: not read.
+fn outside(shown: &str, root: &Path) -> YamlErrors {
+    let mut c = Collector::new(shown, "");
+    c.at(
+        &[],
+        format!(
+            "the config resolves outside the repository ({}) or into its `.git`: not read",
+            crate::escape::path(root)
+        ),
+        Some("a config found in the audited tree must be a file inside it; pass a config kept elsewhere with `--config`".into()),
+    );
+    c.finish("config").unwrap_err()
+}
+
+/// Reads and checks a config; `root`, when given, is canonical, and
+/// `real` is the config's path after every link when the caller knows it.
+fn load_within(
+    path: &Path,
+    shown: &str,
+    root: Option<&Path>,
+    real: Option<&Path>,
+) -> Result<Settings, YamlErrors> {
+    let read = match real {
+        Some(real) => read_input_at(path, real, MAX_CONFIG_BYTES),
+        None => read_input(path, MAX_CONFIG_BYTES),
+    };
+    let text = match read {
         Ok(t) => t,
         Err(e) => {
             let mut c = Collector::new(shown, "");
@@ -330,7 +374,6 @@ fn parse_within(
     base: &Path,
     root: Option<&Path>,
 ) -> Result<Settings, YamlErrors> {
-    let root = root.and_then(|r| std::fs::canonicalize(r).ok());
     let mut c = Collector::new(shown, text);
     if let Some((loc, msg)) = crate::yamlloc::find_expensive(text) {
         c.at_loc(loc, msg, None);
@@ -352,7 +395,7 @@ fn parse_within(
             },
         }
     };
-    validate(c, raw, base, root.as_deref())
+    validate(c, raw, base, root)
 }
 
 /// What a config says, as written, checked value by value: every problem
@@ -363,7 +406,6 @@ fn validate(
     base: &Path,
     root: Option<&Path>,
 ) -> Result<Settings, YamlErrors> {
-    let root = root.and_then(|r| std::fs::canonicalize(r).ok());
     let mut settings = Settings {
         base: base.to_path_buf(),
         ..Settings::default()
