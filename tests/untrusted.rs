@@ -3129,19 +3129,15 @@ fn thousands_of_configs_share_their_packs() {
     assert!(!r.stdout.contains("svc8/"), "{}", r.stdout);
 }
 
-/// A `mod` chain 1,800 directories deep, hidden from the walk: each file it
-/// reaches costs a few system calls, not a walk of its whole path per
-/// component (which was cubic: 7 s at 600 levels in a release build).
-#[test]
-fn a_deep_mod_chain_costs_a_few_lookups_per_file() {
-    let dir = repo();
-    let d = dir.path();
+/// A `mod` chain `depth` directories deep under `src/m/`, hidden from the
+/// walk by `.ignore`: each `mod.rs` declares the next, the last holds the
+/// witness; with `config`, each directory has that `lockaudit.yaml`.
+fn hidden_mod_chain(d: &Path, depth: usize, config: Option<&str>) {
     fs::remove_file(d.join("witness.rs")).unwrap();
     fs::create_dir_all(d.join("src")).unwrap();
     fs::write(d.join("src/lib.rs"), "mod m;\n").unwrap();
     fs::write(d.join(".ignore"), "src/m/\n").unwrap();
     let mut cur = d.join("src/m");
-    let depth = 1_800;
     for i in 0..depth {
         fs::create_dir_all(&cur).unwrap();
         let text = if i + 1 < depth {
@@ -3150,8 +3146,21 @@ fn a_deep_mod_chain_costs_a_few_lookups_per_file() {
             WITNESS
         };
         fs::write(cur.join("mod.rs"), text).unwrap();
+        if let Some(c) = config {
+            fs::write(cur.join("lockaudit.yaml"), c).unwrap();
+        }
         cur = cur.join("m");
     }
+}
+
+/// A `mod` chain 1,800 directories deep, hidden from the walk: each file it
+/// reaches costs a few system calls, not a walk of its whole path per
+/// component (which was cubic: 7 s at 600 levels in a release build).
+#[test]
+fn a_deep_mod_chain_costs_a_few_lookups_per_file() {
+    let dir = repo();
+    let d = dir.path();
+    hidden_mod_chain(d, 1_800, None);
     let r = run(d, &["check", "--format", "short", "."]);
     assert_eq!(r.code, Some(1), "{r:?}");
     assert!(r.stdout.contains("1801 files audited"), "{}", r.stdout);
@@ -3171,27 +3180,7 @@ fn a_deep_mod_chain_costs_a_few_lookups_per_file() {
 fn configs_down_a_deep_mod_chain_cost_a_few_lookups_each() {
     let dir = repo();
     let d = dir.path();
-    fs::remove_file(d.join("witness.rs")).unwrap();
-    fs::create_dir_all(d.join("src")).unwrap();
-    fs::write(d.join("src/lib.rs"), "mod m;\n").unwrap();
-    fs::write(d.join(".ignore"), "src/m/\n").unwrap();
-    let mut cur = d.join("src/m");
-    let depth = 1_300;
-    for i in 0..depth {
-        fs::create_dir_all(&cur).unwrap();
-        let text = if i + 1 < depth {
-            "mod m;\npub fn f() {}\n"
-        } else {
-            WITNESS
-        };
-        fs::write(cur.join("mod.rs"), text).unwrap();
-        fs::write(
-            cur.join("lockaudit.yaml"),
-            "checks:\n  unowned-release: warning\n",
-        )
-        .unwrap();
-        cur = cur.join("m");
-    }
+    hidden_mod_chain(d, 1_300, Some("checks:\n  unowned-release: warning\n"));
     let r = run(d, &["check", "--format", "short", "."]);
     assert_eq!(r.code, Some(1), "{r:?}");
     assert!(r.stdout.contains("1301 files audited"), "{}", r.stdout);
