@@ -534,6 +534,16 @@ fn a_config_in_cargo_toml_is_found_and_checked_like_lockaudit_yaml() {
             ("c/src/lib.rs".to_string(), "error".to_string())
         ]
     );
+    // A manifest with both tables uses its package's; a mistake in the
+    // other one is not this config's.
+    write(
+        &d.join("c/Cargo.toml"),
+        "[package]\nname = \"c\"\nversion = \"0.1.0\"\n\n[package.metadata.lockaudit.checks]\nunowned-release = \"note\"\n\n[workspace.metadata.lockaudit]\nexlude = []\n",
+    );
+    fs::remove_file(d.join("c/lockaudit.yaml")).unwrap();
+    let r = lockaudit(d, &["check", "--format", "short", "c"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(r.stdout.contains("note[unowned-release]"), "{r:?}");
     // Named with --config: the workspace's table for every file.
     let r = lockaudit(d, &["check", "--config", "Cargo.toml", "."]);
     assert_eq!(r.code, 0, "{r:?}");

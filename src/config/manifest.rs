@@ -75,11 +75,15 @@ pub fn raw_config(
     table: &[Seg],
 ) -> Result<super::raw::RawConfig, (String, Option<std::ops::Range<usize>>)> {
     use serde::Deserialize;
-    // Only the table itself is deserialised, so nothing else of the
-    // manifest can fail here; spans stay the manifest's.
+    // Only the chosen table is deserialised as a config (the other one,
+    // and the rest of the manifest, are skipped unread), and the spans of
+    // its errors stay the manifest's.
     #[derive(Deserialize)]
-    struct Manifest {
+    struct Package {
         package: Option<Holder>,
+    }
+    #[derive(Deserialize)]
+    struct Workspace {
         workspace: Option<Holder>,
     }
     #[derive(Deserialize)]
@@ -90,10 +94,12 @@ pub fn raw_config(
     struct Metadata {
         lockaudit: Option<super::raw::RawConfig>,
     }
-    let m: Manifest = toml::from_str(text).map_err(|e| (e.message().to_string(), e.span()))?;
+    let err = |e: toml::de::Error| (e.message().to_string(), e.span());
     let holder = match table.first() {
-        Some(Seg::Key(k)) if k == "workspace" => m.workspace,
-        _ => m.package,
+        Some(Seg::Key(k)) if k == "workspace" => {
+            toml::from_str::<Workspace>(text).map_err(err)?.workspace
+        }
+        _ => toml::from_str::<Package>(text).map_err(err)?.package,
     };
     Ok(holder
         .and_then(|h| h.metadata)
