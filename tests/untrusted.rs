@@ -3191,3 +3191,37 @@ fn configs_down_a_deep_mod_chain_cost_a_few_lookups_each() {
         r.stdout
     );
 }
+
+/// A `Cargo.toml` is read for a lockaudit table, so it is hostile input
+/// too: nested 200,000 deep, it is no config and aborts nothing; a
+/// literal `include!` that leaves the repository is not read.
+#[test]
+fn hostile_manifests_and_includes_stay_harmless() {
+    let dir = repo();
+    let d = dir.path();
+    for deep in [
+        format!("x = {}{}", "[".repeat(200_000), "]".repeat(200_000)),
+        format!("x = {}1{}", "{a=".repeat(100_000), "}".repeat(100_000)),
+    ] {
+        fs::write(
+            d.join("Cargo.toml"),
+            format!("# lockaudit\n[package.metadata.lockaudit]\n{deep}\n"),
+        )
+        .unwrap();
+        let r = run(d, &["check", "--format", "short", "."]);
+        assert_eq!(r.code, Some(1), "{r:?}");
+        assert!(r.stdout.contains("witness.rs:4:9"), "{r:?}");
+    }
+    fs::remove_file(d.join("Cargo.toml")).unwrap();
+    fs::write(
+        d.join("inc.rs"),
+        "include!(\"/etc/passwd\");\ninclude!(\"../../../../../../../../etc/hostname\");\n",
+    )
+    .unwrap();
+    let r = run(d, &["check", "--format", "short", "."]);
+    assert!(
+        !r.stdout.contains("passwd") && !r.stdout.contains("hostname"),
+        "{r:?}"
+    );
+    assert!(r.stdout.contains("2 files audited"), "{r:?}");
+}
