@@ -417,7 +417,18 @@ pub(super) fn strings_of(e: &Expr, strings: &Strings, names: &dyn NameStrings) -
             }
         }
         fn visit_macro(&mut self, m: &'ast syn::Macro) {
-            self.tokens(&m.tokens);
+            match m
+                .path
+                .is_ident("format")
+                .then(|| named_format(&m.tokens))
+                .flatten()
+            {
+                Some((text, rest)) => {
+                    self.ids.push(self.strings.intern(&text));
+                    self.tokens(&rest);
+                }
+                None => self.tokens(&m.tokens),
+            }
         }
     }
     let mut v = V {
@@ -430,4 +441,104 @@ pub(super) fn strings_of(e: &Expr, strings: &Strings, names: &dyn NameStrings) -
     let own = strings.set_of(v.ids);
     v.sets.push(own);
     strings.union(&v.sets)
+}
+
+/// A `format!`'s string with each positional `{}` that takes a plain name
+/// or field (`self.lock_id`) written as that named argument
+/// (`{self.lock_id}`), so the text says what goes there; and the tokens
+/// after the string. `None` when the first token is not a string literal.
+fn named_format(ts: &proc_macro2::TokenStream) -> Option<(String, proc_macro2::TokenStream)> {
+    let mut it = ts.clone().into_iter();
+    let Some(TokenTree::Literal(l)) = it.next() else {
+        return None;
+    };
+    let syn::Lit::Str(s) = syn::Lit::new(l) else {
+        return None;
+    };
+    let rest: proc_macro2::TokenStream = it.collect();
+    // The arguments, split at top-level commas.
+    let mut args: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for tt in rest.clone() {
+        match &tt {
+            TokenTree::Punct(p) if p.as_char() == ',' => {
+                if !cur.is_empty() {
+                    args.push(std::mem::take(&mut cur));
+                }
+            }
+            TokenTree::Ident(i) => cur.push_str(&i.to_string()),
+            TokenTree::Punct(p) if p.as_char() == '.' || p.as_char() == '&' => {
+                cur.push(p.as_char())
+            }
+            // Anything else (a call, an operator, `name = ..`) is no plain
+            // name: marked so it is left as `{}`.
+            _ => cur.push(' '),
+        }
+    }
+    if !cur.is_empty() {
+        args.push(cur);
+    }
+    let value = s.value();
+    // Only `{}` and `{name}` holes: with `{:?}`, `{0}` or `{{` among them
+    // the positions are not counted here, and the text stays as written.
+    let simple = value.split('{').skip(1).all(|after| {
+        after.split_once('}').is_some_and(|(inside, _)| {
+            inside.chars().all(|c| c.is_alphanumeric() || c == '_')
+                && !inside.starts_with(|c: char| c.is_ascii_digit())
+        })
+    });
+    if !value.contains("{}") || !simple {
+        return Some((value, rest));
+    }
+    let mut out = String::with_capacity(value.len());
+    let mut args = args.into_iter();
+    let mut parts = value.split("{}");
+    out.push_str(parts.next().unwrap_or(""));
+    for part in parts {
+        let arg = args.next().map(|a| a.trim_start_matches('&').to_string());
+        match arg.filter(|a| {
+            !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_alphanumeric() || c == '_' || c == '.')
+        }) {
+            Some(a) => {
+                out.push('{');
+                out.push_str(&a);
+                out.push('}');
+            }
+            None => out.push_str("{}"),
+        }
+        out.push_str(part);
+    }
+    Some((out, rest))
+}
+
+#[cfg(test)]
+mod format_tests {
+    use super::named_format;
+
+    fn text(src: &str) -> String {
+        let m: syn::Macro = syn::parse_str(src).expect("macro");
+        named_format(&m.tokens).expect("a format string").0
+    }
+
+    #[test]
+    fn a_positional_hole_given_a_plain_name_says_the_name() {
+        assert_eq!(
+            text(r#"format!("SELECT pg_try_advisory_lock({})", self.lock_id)"#),
+            "SELECT pg_try_advisory_lock({self.lock_id})"
+        );
+        assert_eq!(text(r#"format!("{} {}", &table, id)"#), "{table} {id}");
+        // A call or an expression stays a hole.
+        assert_eq!(
+            text(r#"format!("lock({}) in {}", key.hash(), a + b)"#),
+            "lock({}) in {}"
+        );
+        assert_eq!(text(r#"format!("plain")"#), "plain");
+        // Holes whose positions are not all `{}` are left as written.
+        assert_eq!(text(r#"format!("{:?} {}", a, b)"#), "{:?} {}");
+        assert_eq!(text(r#"format!("{0} {}", a)"#), "{0} {}");
+        assert_eq!(text(r#"format!("{{}} {}", a)"#), "{{}} {}");
+        assert_eq!(text(r#"format!("{t} {}", b, t = x)"#), "{t} {b}");
+    }
 }

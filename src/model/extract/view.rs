@@ -372,7 +372,9 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
 
     pub fn key(&self, api: &Api) -> Option<Key> {
         let w = self.w;
-        let e = self.locate(&api.key, &api.matcher.text)?;
+        let Some(e) = self.locate(&api.key, &api.matcher.text) else {
+            return self.statement_key(api);
+        };
         let span = w.cx.src.span_of(e.span());
         let norm = keys::normalise(e);
         Some(Key {
@@ -386,6 +388,38 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
                     .and_then(keys::literal)
             }),
             norm,
+        })
+    }
+
+    /// The key a statement spells itself, when no argument of the call
+    /// gives it: the arguments of the SQL function the pack's pattern
+    /// matched (`pg_try_advisory_lock(1)`,
+    /// `pg_try_advisory_xact_lock(hashtext('jobs'))`, `GET_LOCK('jobs', 0)`,
+    /// a named format argument `{lock_id}`). A placeholder (`$1`, `?`, a
+    /// positional `{}`) is bound elsewhere, and names nothing here.
+    fn statement_key(&self, api: &Api) -> Option<Key> {
+        if api.matcher.text.is_empty() {
+            return None;
+        }
+        let strings = &self.w.cx.strings;
+        let texts = strings.list(self.texts);
+        let args = texts.iter().find_map(|t| {
+            api.matcher
+                .text
+                .iter()
+                .find_map(|p| p.find(t).and_then(|m| statement_args(t, m.end())))
+        })?;
+        let text = named_key(&args)?;
+        let literal = sql_literal(&text);
+        Some(Key {
+            norm: text.chars().filter(|c| !c.is_whitespace()).collect(),
+            text,
+            span: self
+                .w
+                .cx
+                .src
+                .span_of(syn::spanned::Spanned::span(self.chain.root_expr)),
+            literal,
         })
     }
 
@@ -572,4 +606,178 @@ fn follow_locals<'ast>(
         }
     }
     (exprs, assigned, seen)
+}
+
+/// Longest statement argument list taken as a key, in characters.
+const MAX_STATEMENT_KEY: usize = 120;
+
+/// The argument list of the SQL call whose `(` ends just before `at` in
+/// `text`: up to its matching `)`, trimmed; `None` for a pattern that does
+/// not end at a `(`, an unbalanced or empty list, or a long one.
+fn statement_args(text: &str, at: usize) -> Option<String> {
+    if !text[..at].ends_with('(') {
+        return None;
+    }
+    let mut depth = 0usize;
+    let mut quote: Option<char> = None;
+    for (i, c) in text[at..].char_indices() {
+        if i > MAX_STATEMENT_KEY * 4 {
+            return None;
+        }
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '(') => depth += 1,
+            (None, ')') if depth == 0 => {
+                let args = text[at..at + i]
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                return (!args.is_empty() && args.chars().count() <= MAX_STATEMENT_KEY)
+                    .then_some(args);
+            }
+            (None, ')') => depth -= 1,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// What of a statement's argument list names its lock: the list itself
+/// when it holds a literal or an expression of literals, the name in a
+/// named format argument (`{lock_id}` → `lock_id`); nothing when it is
+/// only placeholders bound at run time (`$1`, `?`, `:id`, `@id`, `{}`).
+fn named_key(args: &str) -> Option<String> {
+    let placeholder = |a: &str| {
+        let a = a.trim();
+        a == "?"
+            || a == "{}"
+            || a.starts_with('$')
+            || a.starts_with(':')
+            || a.starts_with('@')
+            || (a.starts_with("{:") && a.ends_with('}'))
+    };
+    let parts: Vec<&str> = args.split(',').map(str::trim).collect();
+    // A timeout after the key (`GET_LOCK(?, 10)`) does not make it named.
+    if placeholder(parts[0]) {
+        return None;
+    }
+    let first = parts[0];
+    if let Some(name) = first.strip_prefix('{').and_then(|n| n.strip_suffix('}')) {
+        let name = name.split(':').next().unwrap_or("");
+        let ident = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '.');
+        return ident.then(|| name.to_string());
+    }
+    // Two integers are one key (`pg_advisory_lock(1, 2)`); otherwise the
+    // first argument is the key and the rest are options (a timeout).
+    let numbers = parts
+        .iter()
+        .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit() || c == '-'));
+    let key = if numbers { args } else { first_argument(args) };
+    if key.contains("{}") || key.contains('$') || key.contains('?') {
+        return None;
+    }
+    Some(key.to_string())
+}
+
+/// The first top-level argument of an argument list (commas inside
+/// parentheses or quotes belong to it).
+fn first_argument(args: &str) -> &str {
+    let mut depth = 0usize;
+    let mut quote: Option<char> = None;
+    for (i, c) in args.char_indices() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '(') => depth += 1,
+            (None, ')') => depth = depth.saturating_sub(1),
+            (None, ',') if depth == 0 => return args[..i].trim(),
+            _ => {}
+        }
+    }
+    args.trim()
+}
+
+/// The value of a key that is one SQL literal: a number, or a string in
+/// single quotes.
+fn sql_literal(text: &str) -> Option<String> {
+    let t = text.trim();
+    if !t.is_empty() && t.chars().all(|c| c.is_ascii_digit() || c == '-') {
+        return Some(t.to_string());
+    }
+    let inner = t.strip_prefix('\'')?.strip_suffix('\'')?;
+    (!inner.contains('\'')).then(|| inner.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{named_key, sql_literal, statement_args};
+
+    fn key_of(sql: &str, call: &str) -> Option<String> {
+        let at = sql.find(call).expect("call in sql") + call.len();
+        statement_args(sql, at).and_then(|a| named_key(&a))
+    }
+
+    #[test]
+    fn a_statement_names_its_key_when_it_spells_it() {
+        let cases = [
+            (
+                "SELECT pg_try_advisory_lock(1)",
+                "pg_try_advisory_lock(",
+                Some("1"),
+            ),
+            (
+                "SELECT pg_advisory_lock(7, 9)",
+                "pg_advisory_lock(",
+                Some("7, 9"),
+            ),
+            (
+                "SELECT GET_LOCK('reindex', 5)",
+                "GET_LOCK(",
+                Some("'reindex'"),
+            ),
+            (
+                "SELECT pg_try_advisory_xact_lock(hashtextextended('jobs, nightly', 0)) AS x",
+                "pg_try_advisory_xact_lock(",
+                Some("hashtextextended('jobs, nightly', 0)"),
+            ),
+            (
+                "SELECT pg_try_advisory_lock({self.lock_id})",
+                "pg_try_advisory_lock(",
+                Some("self.lock_id"),
+            ),
+            (
+                "SELECT pg_try_advisory_lock({lock_id:?})",
+                "pg_try_advisory_lock(",
+                Some("lock_id"),
+            ),
+            ("SELECT pg_advisory_lock($1)", "pg_advisory_lock(", None),
+            ("SELECT GET_LOCK(?, 10)", "GET_LOCK(", None),
+            ("SELECT pg_advisory_lock({})", "pg_advisory_lock(", None),
+            ("SELECT pg_advisory_lock(:id)", "pg_advisory_lock(", None),
+            (
+                "SELECT pg_advisory_lock(hashtext($1))",
+                "pg_advisory_lock(",
+                None,
+            ),
+            ("SELECT pg_advisory_lock(", "pg_advisory_lock(", None),
+            ("SELECT pg_advisory_lock()", "pg_advisory_lock(", None),
+        ];
+        for (sql, call, want) in cases {
+            assert_eq!(key_of(sql, call).as_deref(), want, "{sql}");
+        }
+    }
+
+    #[test]
+    fn only_a_lone_literal_has_a_value() {
+        assert_eq!(sql_literal("42").as_deref(), Some("42"));
+        assert_eq!(sql_literal("'reindex'").as_deref(), Some("reindex"));
+        assert_eq!(sql_literal("hashtext('x')"), None);
+        assert_eq!(sql_literal("self.lock_id"), None);
+    }
 }
