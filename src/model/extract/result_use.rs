@@ -108,6 +108,10 @@ pub(super) fn result_use(
                 match name.as_str() {
                     // A panic on failure stops the code like `?` does.
                     "unwrap" | "expect" => propagated = true,
+                    // After a `?` (or a panic on failure) the failure is
+                    // already handled: a later `.ok()` or default works on
+                    // what the reply held (`.header().map(..).unwrap_or_default()`).
+                    "ok" | "unwrap_or_default" if propagated && !flag => {}
                     "ok" => {
                         swallowed = Some("`.ok()` turns the error into `None`".into());
                     }
