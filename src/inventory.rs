@@ -95,9 +95,11 @@ fn row(ctx: &CheckCtx, e: &Event) -> LockRow {
     }
 }
 
-/// Whether the code reads the grant's token after the acquisition: a later
-/// `binding.accessor` (`lease.token()`, `resp.header()`) in the same
-/// function, or a token event (`role: token`) on the binding.
+/// Whether the code reads the grant's token after the acquisition: an
+/// accessor called on the grant in its statement or later in the same
+/// function (`lease.token()`, `resp.header()`; see
+/// [`crate::checks::token_use`]), or a token event (`role: token`) on the
+/// binding.
 fn token_read(ctx: &CheckCtx, e: &Event, accessors: &[String]) -> bool {
     if e.binding.is_empty() {
         return false;
@@ -110,24 +112,7 @@ fn token_read(ctx: &CheckCtx, e: &Event, accessors: &[String]) -> bool {
     if token_event {
         return true;
     }
-    let f = &ctx.model.fns[e.func];
-    let start = e.span.end.offset.min(ctx.src.text.len());
-    let end = f.span.end.offset.clamp(start, ctx.src.text.len());
-    let after = &ctx.src.text[start..end];
-    e.binding.iter().any(|b| {
-        let pattern = if accessors.is_empty() {
-            // A token without accessors is the grant itself.
-            format!(r"\b{}\b", regex::escape(b))
-        } else {
-            let names: Vec<String> = accessors.iter().map(|a| regex::escape(a)).collect();
-            format!(
-                r"\b{}\s*\??\s*\.\s*({})\b",
-                regex::escape(b),
-                names.join("|")
-            )
-        };
-        regex::Regex::new(&pattern).is_ok_and(|r| r.is_match(after))
-    })
+    crate::checks::token_use(ctx, e, accessors) == crate::checks::TokenUse::Read
 }
 
 fn release_of(ctx: &CheckCtx, e: &Event) -> String {

@@ -198,9 +198,7 @@ pub fn starts_word(bytes: &[u8], start: usize) -> bool {
     start == 0 || !is_ident_byte(bytes[start - 1])
 }
 
-fn is_ident_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80
-}
+use crate::words::is_ident_byte;
 
 /// Whether `bytes[start..end]` is a whole identifier or string body: no
 /// identifier character on either side.

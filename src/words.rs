@@ -71,6 +71,12 @@ static IDENT: [bool; 256] = {
     t
 };
 
+/// Whether `b` continues an identifier (ASCII letters, digits, `_`, any
+/// byte of a non-ASCII character).
+pub fn is_ident_byte(b: u8) -> bool {
+    IDENT[b as usize]
+}
+
 /// The slot `h` is found in or goes to: the high bits of its product with
 /// the golden ratio, which depend on every bit of `h`.
 fn slot(table: &[u32], h: u32) -> usize {

@@ -869,3 +869,178 @@ mod tests {
         assert_eq!(key_display("lock_key.clone()"), "lock_key");
     }
 }
+
+/// What the code does with the fencing token of an acquisition's grant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenUse {
+    /// A token accessor is called on the grant (`lock.header()`).
+    Read,
+    /// Nothing can read it: the grant is not bound, or only a projection
+    /// that drops the token is kept (`.key().to_vec()`), or the binding is
+    /// only ever asked for other parts.
+    Lost,
+    /// The grant goes somewhere the check does not follow (a call, a
+    /// return, a field): it may be read there.
+    Unknown,
+}
+
+/// Methods that hand on the reply itself: awaiting, error handling,
+/// conversions.
+const ADAPTERS: &[&str] = &[
+    "await",
+    "context",
+    "with_context",
+    "map_err",
+    "unwrap",
+    "expect",
+    "ok_or",
+    "ok_or_else",
+    "into",
+    "clone",
+    "as_ref",
+];
+
+/// How the grant of `a` meets its token `accessors` (`header`, `revision`)
+/// in the acquisition's own statement and the rest of its function.
+pub fn token_use(ctx: &CheckCtx, a: &Event, accessors: &[String]) -> TokenUse {
+    let text = &ctx.src.text;
+    let is_accessor = |m: &str| accessors.iter().any(|x| x == m);
+    // The rest of the acquisition's chain: `.await?.key().to_vec()`,
+    // after the matched method's own arguments.
+    let call_end = ctx
+        .api(a)
+        .matcher
+        .method
+        .as_deref()
+        .and_then(|m| {
+            let from = a.span.start.offset;
+            let chain = text.get(from..a.span.end.offset.max(a.chain_span.end.offset))?;
+            let at = chain
+                .match_indices(m)
+                .map(|(i, _)| i + m.len())
+                .find(|&i| chain[i..].trim_start().starts_with(['(', ':']))?;
+            let after = skip_group(chain[at..].trim_start());
+            Some(from + chain.len() - after.len())
+        })
+        .unwrap_or(a.span.end.offset);
+    let rest = text.get(call_end..).unwrap_or("");
+    for m in methods_in(rest) {
+        if is_accessor(m) {
+            return TokenUse::Read;
+        }
+        if !ADAPTERS.contains(&m) && !accessors.is_empty() {
+            // A projection: what is bound no longer holds the token.
+            return TokenUse::Lost;
+        }
+    }
+    if a.binding.is_empty() {
+        return TokenUse::Lost;
+    }
+    let f = &ctx.model.fns[a.func];
+    // The rest of the function, after the acquisition's statement.
+    let start = a
+        .span
+        .end
+        .offset
+        .max(a.chain_span.end.offset)
+        .min(text.len());
+    let end = f.span.end.offset.clamp(start, text.len());
+    let after = &text[start..end];
+    let mut result = TokenUse::Lost;
+    for b in &a.binding {
+        for (at, _) in after.match_indices(b.as_str()) {
+            let bytes = after.as_bytes();
+            let before = after[..at].trim_end();
+            let word_start = at == 0 || !crate::words::is_ident_byte(bytes[at - 1]);
+            let word_end = after[at + b.len()..]
+                .bytes()
+                .next()
+                .is_none_or(|c| !crate::words::is_ident_byte(c));
+            if !word_start || !word_end || before.ends_with('.') {
+                continue;
+            }
+            if before.ends_with("let") || before.ends_with("let mut") {
+                break; // shadowed from here on
+            }
+            let next = after[at + b.len()..]
+                .trim_start()
+                .trim_start_matches('?')
+                .trim_start();
+            let method = next
+                .starts_with('.')
+                .then(|| methods_in(next).next())
+                .flatten();
+            match next.starts_with('.').then_some(method) {
+                Some(Some(m)) if is_accessor(m) => return TokenUse::Read,
+                Some(Some(m)) if !ADAPTERS.contains(&m) && !accessors.is_empty() => {}
+                // A token without accessors is the grant itself.
+                _ if accessors.is_empty() => return TokenUse::Read,
+                _ => result = TokenUse::Unknown,
+            }
+        }
+    }
+    result
+}
+
+/// The names of the method calls and fields at the start of a chain's
+/// text (`.await?.key().to_vec()` → `await`, `key`, `to_vec`), up to the
+/// first thing that is neither.
+fn methods_in(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || loop {
+        rest = rest.trim_start();
+        if let Some(r) = rest.strip_prefix('?') {
+            rest = r;
+            continue;
+        }
+        // Comments between the links of a chain.
+        if let Some(r) = rest.strip_prefix("//") {
+            rest = r.split_once('\n').map_or("", |(_, after)| after);
+            continue;
+        }
+        if let Some(r) = rest.strip_prefix("/*") {
+            rest = r.split_once("*/").map_or("", |(_, after)| after);
+            continue;
+        }
+        let r = rest.strip_prefix('.')?.trim_start();
+        let len = r
+            .bytes()
+            .take_while(|c| crate::words::is_ident_byte(*c))
+            .count();
+        if len == 0 {
+            return None;
+        }
+        let (name, tail) = r.split_at(len);
+        rest = skip_group(tail.trim_start());
+        return Some(name);
+    })
+}
+
+/// `text` after one balanced `(..)` at its start (with any turbofish before
+/// it), or `text` itself.
+fn skip_group(text: &str) -> &str {
+    let t = match text.strip_prefix("::<") {
+        Some(r) => match r.find('>') {
+            Some(i) => r[i + 1..].trim_start(),
+            None => return "",
+        },
+        None => text,
+    };
+    if !t.starts_with('(') {
+        return t;
+    }
+    let mut depth = 0usize;
+    for (i, c) in t.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return &t[i + 1..];
+                }
+            }
+            _ => {}
+        }
+    }
+    ""
+}

@@ -13,7 +13,9 @@
 
 use std::collections::BTreeSet;
 
-use super::common::{call_label, connection_of, help_for, subject, CheckCtx, Conn};
+use super::common::{
+    call_label, connection_of, help_for, subject, token_use, CheckCtx, Conn, TokenUse,
+};
 use super::{CheckId, CheckInfo};
 use crate::finding::{Finding, Purpose, Severity};
 use crate::model::{Event, FileModel, FnId, FnModel};
@@ -126,7 +128,30 @@ fn check_one(ctx: &CheckCtx, a: &Event, out: &mut Vec<Finding>) {
 
     let lock = subject(ctx, a);
     let token_note = api.token.as_ref().and_then(|t| t.note.clone());
+    let accessors = api.token.as_ref().map_or(&[][..], |t| &t.accessors[..]);
+    // No effect in sight and a token nothing reads: whatever work the lock
+    // protects, wherever it runs, it cannot carry the token.
+    let token_lost = kind == TokenKind::Monotonic
+        && unfenced.is_empty()
+        && effects == 0
+        && !a.token_dropped
+        && token_use(ctx, a, accessors) == TokenUse::Lost;
     let mut finding = match kind {
+        TokenKind::Monotonic if token_lost => ctx
+            .finding(
+                CheckId::UnfencedCorrectnessLock,
+                a,
+                format!("correctness {lock}: its fencing token is read nowhere, so no work the lock protects can carry it"),
+            )
+            .label(if a.binding.is_empty() {
+                "the grant is not kept, and its token with it".to_string()
+            } else {
+                format!(
+                    "the grant's token (`{}`) is never asked for",
+                    accessors.join("`, `")
+                )
+            })
+            .note("no effect of the critical section is visible here; wherever the work happens, a write without the token cannot be told from a stale holder's"),
         TokenKind::Monotonic if unfenced.is_empty() => return,
         TokenKind::Monotonic if a.token_dropped => ctx
             .finding(
