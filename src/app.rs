@@ -67,7 +67,7 @@ pub fn run(cli: Cli) -> ExitStatus {
         Some(Command::Inventory(args)) => inventory(&args),
         Some(Command::Rules(args)) => rules(&args),
         Some(Command::Explain(args)) => explain(&args.check),
-        Some(Command::Init(args)) => init(args.force),
+        Some(Command::Init(args)) => init(args.force, args.exclude_tests),
         Some(Command::Annotate(args)) => crate::commands::annotate::run(&args),
         Some(Command::Lsp(args)) => crate::commands::lsp::run(&args),
         Some(Command::TestPack(args)) => crate::commands::test_pack::run(&args),
@@ -1520,7 +1520,7 @@ pub fn explain_text(check: CheckId) -> String {
     text
 }
 
-fn init(force: bool) -> Result<ExitStatus, Failure> {
+fn init(force: bool, exclude_tests: bool) -> Result<ExitStatus, Failure> {
     let path = Path::new(config::CONFIG_NAMES[0]);
     if path.exists() && !force {
         return Err(Failure(format!(
@@ -1528,7 +1528,17 @@ fn init(force: bool) -> Result<ExitStatus, Failure> {
             crate::escape::path(path)
         )));
     }
-    write_atomic(path, config::starter().as_bytes(), &cwd_root(), None)?;
+    write_atomic(
+        path,
+        config::starter(exclude_tests).as_bytes(),
+        &cwd_root(),
+        None,
+    )?;
     crate::escape::eprintln(&format!("wrote {}", crate::escape::path(path)));
+    if !exclude_tests {
+        crate::escape::eprintln(
+            "note: test code is audited; `lockaudit init --force --exclude-tests` writes a config that leaves out tests/ directories, *_test.rs and tests.rs files, and code under #[cfg(test)]",
+        );
+    }
     Ok(ExitStatus::Clean)
 }

@@ -297,6 +297,9 @@ pub struct InitArgs {
     /// Overwrite an existing lockaudit.yaml
     #[arg(long)]
     pub force: bool,
+    /// Leave test code out: tests/ directories, *_test.rs and tests.rs files, and code under #[cfg(test)]
+    #[arg(long)]
+    pub exclude_tests: bool,
 }
 
 /// A purpose named on the command line.

@@ -328,6 +328,11 @@ impl Engine<'_> {
         checks::merge_same_place(&mut findings);
         crate::fix::attach(&ctx, &file, &mut findings);
         let fn_lines = fn_lines(&file);
+        let test_lines = if self.settings.exclude_cfg_test {
+            cfg_test_lines(&file)
+        } else {
+            Vec::new()
+        };
         drop(file);
         if let Some(purpose) = self.settings.default_purpose {
             // The config says what an unannotated acquisition is held to:
@@ -345,6 +350,12 @@ impl Engine<'_> {
             Vec::new()
         };
         let mut out = self.finish(&src, findings, Some((&directives, &fn_lines)));
+        let mut locks = locks;
+        if !test_lines.is_empty() {
+            let in_test = |line: usize| test_lines.iter().any(|(a, b)| (*a..=*b).contains(&line));
+            out.findings.retain(|f| !in_test(f.span.start.line));
+            locks.retain(|r| !in_test(r.line));
+        }
         out.locks = locks;
         out.wrappers = model.wrappers.clone();
         out.wrappers_called = model.wrappers_called.clone();
@@ -501,6 +512,58 @@ impl Engine<'_> {
             ..FileOutcome::default()
         }
     }
+}
+
+/// The lines (first, last) of the items under `#[cfg(test)]`: modules,
+/// functions, `impl`s and the functions inside them, at any depth of
+/// inline modules.
+fn cfg_test_lines(file: &syn::File) -> Vec<(usize, usize)> {
+    use syn::spanned::Spanned;
+    fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
+        attrs.iter().any(|a| {
+            a.path().is_ident("cfg") && a.parse_args::<syn::Ident>().is_ok_and(|i| i == "test")
+        })
+    }
+    fn lines(attrs: &[syn::Attribute], item: &impl Spanned) -> (usize, usize) {
+        let first = attrs
+            .first()
+            .map_or(item.span().start().line, |a| a.span().start().line);
+        (first, item.span().end().line)
+    }
+    fn items(list: &[syn::Item], out: &mut Vec<(usize, usize)>) {
+        for item in list {
+            let attrs: &[syn::Attribute] = match item {
+                syn::Item::Mod(m) => &m.attrs,
+                syn::Item::Fn(f) => &f.attrs,
+                syn::Item::Impl(i) => &i.attrs,
+                _ => &[],
+            };
+            if is_cfg_test(attrs) {
+                out.push(lines(attrs, item));
+                continue;
+            }
+            match item {
+                syn::Item::Mod(m) => {
+                    if let Some((_, inner)) = &m.content {
+                        items(inner, out);
+                    }
+                }
+                syn::Item::Impl(i) => {
+                    for f in &i.items {
+                        if let syn::ImplItem::Fn(f) = f {
+                            if is_cfg_test(&f.attrs) {
+                                out.push(lines(&f.attrs, f));
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    items(&file.items, &mut out);
+    out
 }
 
 /// Where a function item stands: the first line of its attributes and doc

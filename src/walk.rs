@@ -113,7 +113,10 @@ impl Excludes {
                 continue;
             }
             let mut b = OverrideBuilder::new(base);
-            for g in *globs {
+            for g in globs
+                .iter()
+                .filter(|g| g.as_str() != crate::config::CFG_TEST)
+            {
                 b.add(&format!("!{g}"))
                     .map_err(|e| WalkError::Glob(g.clone(), e.to_string()))?;
             }

@@ -1042,6 +1042,58 @@ fn init_writes_a_commented_config_with_every_key_that_loads() {
     assert_eq!(fs::read_to_string(&path).unwrap(), text);
 }
 
+/// `init` says test code is audited and how to leave it out;
+/// `init --exclude-tests` writes the excludes that do, and a run with that
+/// config reports only the locks outside test code.
+#[test]
+fn init_offers_to_leave_test_code_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let run = lockaudit(dir, &["init"]);
+    assert!(run.stderr.contains("--exclude-tests"), "{run:?}");
+    let run = lockaudit(dir, &["init", "--force", "--exclude-tests"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(!run.stderr.contains("test code is audited"), "{run:?}");
+    let path = dir.join("lockaudit.yaml");
+    let settings = lockaudit::config::load(&path, "lockaudit.yaml").expect("it loads");
+    assert!(settings.exclude_cfg_test);
+    for glob in ["**/tests/**", "**/*_test.rs", "**/tests.rs", "#[cfg(test)]"] {
+        assert!(settings.exclude.iter().any(|g| g == glob), "{glob}");
+    }
+
+    // The code of the marked project, and test files the globs leave out.
+    copy_dir(&project("tests-excluded").join("src"), &dir.join("src"));
+    let test_file = "async fn takes(con: &mut redis::aio::MultiplexedConnection) {\n    let _r: Option<String> = redis::cmd(\"SET\").arg(\"lock:t\").arg(\"x\").arg(\"NX\").arg(\"PX\").arg(100).query_async(con).await.unwrap();\n}\n";
+    fs::write(dir.join("src/tests.rs"), test_file).unwrap();
+    fs::create_dir_all(dir.join("tests")).unwrap();
+    fs::write(dir.join("tests/integration.rs"), test_file).unwrap();
+    fs::write(dir.join("src/queue_test.rs"), test_file).unwrap();
+    let run = lockaudit(dir, &["--format", "json", "."]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let found = json(&run.stdout);
+    let keys: Vec<&str> = found["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys.len(), 2, "{keys:?}");
+    assert!(keys
+        .iter()
+        .all(|m| m.contains("lock:jobs") || m.contains("lock:prod")));
+
+    // Without the exclusion every lock of the test code is reported.
+    fs::remove_file(&path).unwrap();
+    let run = lockaudit(dir, &["--format", "json", "."]);
+    let missing = json(&run.stdout)["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "missing-purpose")
+        .count();
+    assert_eq!(missing, 8, "{run:?}");
+}
+
 /// Fingerprints name files by their repository path, so a baseline written
 /// at the repository root matches when lockaudit runs from a subdirectory.
 #[test]

@@ -39,6 +39,8 @@
 //!   `match` or an `Option`, and a campaign spawned on its own task;
 //! - `lock-crate`: a lock client's own layers are one lock, at the backend
 //!   call.
+//! - `tests-excluded`: the config's `"#[cfg(test)]"` exclude leaves out
+//!   test modules, functions and methods, also when a file is named alone.
 
 mod common;
 

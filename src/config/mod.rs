@@ -39,6 +39,9 @@ pub struct Settings {
     /// Per check: `None` when turned off; absent: the default severity.
     pub checks: BTreeMap<CheckId, Option<Severity>>,
     pub exclude: Vec<String>,
+    /// `exclude` names [`CFG_TEST`]: code under `#[cfg(test)]` is not
+    /// audited.
+    pub exclude_cfg_test: bool,
     pub lock_name: Regex,
     pub default_purpose: Option<Purpose>,
     /// Larger files are reported as not audited instead of being parsed.
@@ -60,6 +63,7 @@ impl Default for Settings {
             rules: Vec::new(),
             checks: BTreeMap::new(),
             exclude: Vec::new(),
+            exclude_cfg_test: false,
             lock_name: Regex::new(DEFAULT_LOCK_NAME_PATTERN).unwrap(),
             default_purpose: None,
             max_file_size: DEFAULT_MAX_FILE_SIZE,
@@ -483,6 +487,10 @@ fn validate(
             );
             continue;
         }
+        if g == CFG_TEST {
+            settings.exclude_cfg_test = true;
+            continue;
+        }
         if let Err(e) = ignore::overrides::OverrideBuilder::new(base).add(&format!("!{g}")) {
             c.at(
                 &["exclude".into(), Seg::Index(i)],
@@ -562,6 +570,10 @@ const KEYS: [&str; 6] = [
     "max-file-size",
 ];
 
+/// The `exclude` entry that is no glob: code under `#[cfg(test)]` (a
+/// module, function or `impl` with that attribute) is not audited.
+pub const CFG_TEST: &str = "#[cfg(test)]";
+
 /// Most excludes a config may list, and the longest glob.
 pub const MAX_EXCLUDES: usize = 1000;
 pub const MAX_GLOB: usize = 1024;
@@ -638,7 +650,13 @@ fn recover_unknown_keys(c: &mut Collector, text: &str) -> Option<RawConfig> {
 
 /// The starter config `lockaudit init` writes: every key, with its default
 /// value and a comment, and every check id with its default severity.
-pub fn starter() -> String {
+/// The excludes `lockaudit init --exclude-tests` writes: test directories
+/// and files by name, and code under `#[cfg(test)]`.
+pub const TEST_EXCLUDES: &[&str] = &["**/tests/**", "**/*_test.rs", "**/tests.rs", CFG_TEST];
+
+/// The starter config `lockaudit init` writes; with `exclude_tests`, test
+/// code is left out ([`TEST_EXCLUDES`]).
+pub fn starter(exclude_tests: bool) -> String {
     let width = crate::checks::CHECKS
         .iter()
         .map(|c| c.id.as_str().len())
@@ -655,12 +673,22 @@ pub fn starter() -> String {
             )
         })
         .collect();
+    let exclude = if exclude_tests {
+        let lines: String = TEST_EXCLUDES
+            .iter()
+            .map(|g| format!("  - \"{g}\"\n"))
+            .collect();
+        format!("exclude:\n{lines}")
+    } else {
+        "exclude: []\n".to_string()
+    };
     STARTER
+        .replace("{EXCLUDE}\n", &exclude)
         .replace("{DEFAULTS}", &defaults)
         .replace("{PATTERN}", DEFAULT_LOCK_NAME_PATTERN)
 }
 
-const STARTER: &str = r#"# lockaudit configuration. Every key is optional, and the values below are
+const STARTER: &str = r##"# lockaudit configuration. Every key is optional, and the values below are
 # the defaults. Unknown keys and bad values are errors.
 
 # Extra rule packs (your own lock wrapper, say), relative to this file:
@@ -677,10 +705,11 @@ rules: []
 checks: {}
 
 # Files not to audit (globs, relative to this file). .gitignore, hidden
-# directories and target/ are skipped already. For example:
+# directories and target/ are skipped already. The entry "#[cfg(test)]" is
+# no glob: it leaves out code under #[cfg(test)] in every file. For example:
 #   exclude:
 #     - "vendor/**"
-exclude: []
+{EXCLUDE}
 
 # Keys, names and functions whose words match this regex are about locks
 # (`lock_key`, `LockGuard`, "lock:{}"; not `block` or `release`). Plain
@@ -694,4 +723,4 @@ default-purpose: none
 # Files larger than this many bytes are not audited; each is reported as a
 # `parse-error` note instead. This is also the most it can be.
 max-file-size: 8388608
-"#;
+"##;
