@@ -52,11 +52,16 @@ fn row(ctx: &CheckCtx, e: &Event) -> LockRow {
     };
     let expiry = match &e.expiry {
         ExpiryState::Set(Some(v)) => v.clone(),
+        // When the lock ends on its own: a TTL (as written, or `set` when
+        // it is set out of sight), a lease the server keeps, the end of
+        // the session or transaction holding it, or never.
         ExpiryState::Set(None) => "set".to_string(),
         ExpiryState::Missing => "none".to_string(),
-        ExpiryState::Server(_) => "server lease".to_string(),
-        ExpiryState::Session if api.scope == Some(Scope::Transaction) => "transaction".to_string(),
-        ExpiryState::Session => "session".to_string(),
+        ExpiryState::Server(_) => "lease".to_string(),
+        ExpiryState::Session if api.scope == Some(Scope::Transaction) => {
+            "transaction end".to_string()
+        }
+        ExpiryState::Session => "session end".to_string(),
         ExpiryState::Unknown => "unknown".to_string(),
     };
     let token = match api.token.as_ref() {

@@ -153,6 +153,35 @@ fn marked_acquisitions(path: &Path) -> Vec<usize> {
         .collect()
 }
 
+/// The expiry column says when a lock ends on its own: a `SET … PX n`
+/// shows its TTL with the word that gives its unit, a server's lease is
+/// `lease`, a database lock ends with its session or transaction.
+#[test]
+fn inventory_expiry_is_the_ttl_or_how_the_lock_ends() {
+    let (code, stdout, stderr) = lockaudit(
+        root(),
+        &["inventory", "fixtures/checks", "--format", "json"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let expiries: BTreeSet<String> = json["locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["expiry"].as_str().unwrap().to_string())
+        .collect();
+    for shown in [
+        "PX 30_000",
+        "EX 60",
+        "lease",
+        "session end",
+        "transaction end",
+        "none",
+    ] {
+        assert!(expiries.contains(shown), "`{shown}` not among {expiries:?}");
+    }
+}
+
 #[test]
 fn inventory_lists_every_backend_acquisition_and_no_in_process_lock() {
     let (code, stdout, stderr) = lockaudit(
@@ -192,6 +221,12 @@ fn inventory_lists_every_backend_acquisition_and_no_in_process_lock() {
         }
         if r["backend"].as_str().unwrap_or("").is_empty() {
             problems.push(format!("{path}:{line}: no backend"));
+        }
+        // One meaning: when the lock ends on its own. A TTL word stands
+        // with its value when the code shows one.
+        let expiry = r["expiry"].as_str().unwrap();
+        if expiry.is_empty() || ["server lease", "session", "transaction"].contains(&expiry) {
+            problems.push(format!("{path}:{line}: expiry `{expiry}`"));
         }
         listed.insert((path, line));
     }

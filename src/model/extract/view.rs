@@ -512,7 +512,20 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
         };
         match e.from {
             ExpirySource::Words => match e.words.iter().find(|w| self.words.contains(*w)) {
-                Some(w) => ExpiryState::Set(Some(w.clone())),
+                // The TTL is the argument after its word: `PX 30000`.
+                Some(w) => {
+                    let args: Vec<&Expr> = self.command_args().collect();
+                    let value = args
+                        .iter()
+                        .position(|a| keys::literal(a).is_some_and(|l| l.eq_ignore_ascii_case(w)))
+                        .and_then(|i| args.get(i + 1))
+                        .copied()
+                        .map(keys::compact);
+                    ExpiryState::Set(Some(match value {
+                        Some(v) => format!("{w} {v}"),
+                        None => w.clone(),
+                    }))
+                }
                 None => ExpiryState::Missing,
             },
             ExpirySource::Arg => match e.arg.and_then(|i| self.args.get(i)) {
