@@ -108,6 +108,9 @@ pub(super) fn result_use(
                 match name.as_str() {
                     // A panic on failure stops the code like `?` does.
                     "unwrap" | "expect" => propagated = true,
+                    // The outcome is asserted (a test expecting the lock
+                    // to be refused): it is read.
+                    "expect_err" | "unwrap_err" => return ResultUse::Inspected,
                     // After a `?` (or a panic on failure) the failure is
                     // already handled: a later `.ok()` or default works on
                     // what the reply held (`.header().map(..).unwrap_or_default()`).
@@ -161,6 +164,16 @@ pub(super) fn result_use(
         Use::LetWild { unit: true } => Some("`let _: () =` throws the reply away".to_string()),
         Use::LetWild { unit: false } => Some("`let _ =` drops the result".to_string()),
         Use::Let { unit: true, .. } => Some("the reply is read as `()`".to_string()),
+        // `let _lease = x.try_acquire_or_renew().await?;`: a name that says
+        // it is not read, given whether the lock was won.
+        Use::Let { names, .. }
+            if flag && !names.is_empty() && names.iter().all(|n| n.starts_with('_')) =>
+        {
+            Some(format!(
+                "`let {} =` binds whether it won and never reads it",
+                names.join(", ")
+            ))
+        }
         _ => None,
     };
     if let Some(how) = swallowed {
