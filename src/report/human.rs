@@ -370,12 +370,24 @@ impl Snippet<'_, '_> {
             return out;
         }
         // A span over several lines: its first line marked from the start,
+        // with the label (where the call is: a long chain's `.map_err(..)`
+        // or `.unwrap()` on its last line is not what the label is about),
         // its last line up to the end.
         let cols = self.lines.get(start.line);
         let from = cols.display_col(start.column);
         let to = cols.width;
         let shift = self.shift(start.line, from);
         out.push_str(&self.source_line(start.line, shift));
+        out.push_str(&self.mark_row(shift, from, to, first));
+        if end.line > start.line + 1 {
+            out.push_str(&self.p.paint(BLUE, "...\n"));
+        }
+        let cols = self.lines.get(end.line);
+        let indent = cols.indent + 1;
+        let from = cols.display_col(indent);
+        let to = cols.display_col(end.column.max(indent + 1));
+        let shift = self.shift(end.line, from);
+        out.push_str(&self.source_line(end.line, shift));
         out.push_str(&self.mark_row(
             shift,
             from,
@@ -386,16 +398,6 @@ impl Snippet<'_, '_> {
                 primary: first.primary,
             },
         ));
-        if end.line > start.line + 1 {
-            out.push_str(&self.p.paint(BLUE, "...\n"));
-        }
-        let cols = self.lines.get(end.line);
-        let indent = cols.indent + 1;
-        let from = cols.display_col(indent);
-        let to = cols.display_col(end.column.max(indent + 1));
-        let shift = self.shift(end.line, from);
-        out.push_str(&self.source_line(end.line, shift));
-        out.push_str(&self.mark_row(shift, from, to, first));
         out
     }
 }
@@ -665,6 +667,53 @@ mod tests {
         let at = marks.find('^').unwrap();
         assert_eq!(&src[at..at + 6], "TARGET", "{out}");
         assert_eq!(marks.matches('^').count(), 6);
+    }
+
+    /// A span over several lines (a call and the `.await?.unwrap()` after
+    /// it) carries its label on its first line, where the call is.
+    #[test]
+    fn the_label_of_a_long_span_stands_on_its_first_line() {
+        let text = "let r = client\n    .lock(name)\n    .await\n    .unwrap();\n";
+        let at = |line: usize, column: usize| {
+            let offset = text
+                .split_inclusive('\n')
+                .take(line - 1)
+                .map(str::len)
+                .sum::<usize>()
+                + column
+                - 1;
+            Pos {
+                line,
+                column,
+                offset,
+            }
+        };
+        let mut f = Finding::new(
+            CheckId::MissingPurpose,
+            Span {
+                start: at(2, 6),
+                end: at(4, 14),
+            },
+            "m",
+        )
+        .label("the call");
+        f.path = "x.rs".into();
+        let sources = std::collections::HashMap::new();
+        let opts = super::super::Options {
+            color: false,
+            width: 80,
+            sources: &sources,
+            quiet: true,
+            tty: false,
+            changed: None,
+            root: None,
+        };
+        let out = super::render_one(&f, text, &opts);
+        let rows: Vec<&str> = out.lines().collect();
+        let first = rows.iter().position(|l| l.starts_with("2 | ")).unwrap();
+        let last = rows.iter().position(|l| l.starts_with("4 | ")).unwrap();
+        assert!(rows[first + 1].contains("^ the call"), "{out}");
+        assert!(!rows[last + 1].contains("the call"), "{out}");
     }
 
     /// The checkpoints give what cleaning the whole line gives.
