@@ -526,6 +526,10 @@ pub struct Sources<'e> {
 #[derive(Default)]
 pub struct FirstAudits {
     kept: std::sync::Mutex<HashMap<PathBuf, (Stamp, Audited)>>,
+    /// The later audits of those files, by what they were given (a hash
+    /// of it, see [`given_key`]): while a file and what its crate gives it
+    /// stay the same, an edit elsewhere does not audit it again.
+    again: std::sync::Mutex<HashMap<(PathBuf, u64), (Stamp, FileOutcome)>>,
 }
 
 /// What tells a file unchanged: its length and modification time.
@@ -548,6 +552,23 @@ impl FirstAudits {
         (*was == now && a.scope == scope && a.shown == shown).then(|| a.clone())
     }
 
+    fn get_again(&self, path: &Path, given: u64) -> Option<FileOutcome> {
+        let now = stamp(path)?;
+        let kept = self.again.lock().ok()?;
+        let (was, out) = kept.get(&(path.to_path_buf(), given))?;
+        (*was == now).then(|| out.clone())
+    }
+
+    fn put_again(&self, stamp: Stamp, path: &Path, given: u64, out: &FileOutcome) {
+        let Ok(mut kept) = self.again.lock() else {
+            return;
+        };
+        if kept.len() >= MAX_KEPT {
+            kept.clear();
+        }
+        kept.insert((path.to_path_buf(), given), (stamp, out.clone()));
+    }
+
     fn put(&self, stamp: Stamp, a: &Audited) {
         let Ok(mut kept) = self.kept.lock() else {
             return;
@@ -557,6 +578,37 @@ impl FirstAudits {
         }
         kept.insert(a.path.clone(), (stamp, a.clone()));
     }
+}
+
+/// A hash of everything a file is audited again knowing: its scope and
+/// name, the wrappers,
+/// texts and type aliases given, its wrappers called elsewhere and the
+/// calls reaching them (each sorted, so the hash does not depend on the
+/// order of a map).
+fn given_key(
+    file: &Audited,
+    given: &Given,
+    called: &HashSet<String>,
+    reaching: Option<&Reaching>,
+) -> u64 {
+    use std::hash::{Hash, Hasher};
+    fn sorted<K: Ord + std::fmt::Debug, V: std::fmt::Debug>(m: &HashMap<K, V>) -> String {
+        let mut v: Vec<(&K, &V)> = m.iter().collect();
+        v.sort_by(|a, b| a.0.cmp(b.0));
+        format!("{v:?}")
+    }
+    let mut called: Vec<&String> = called.iter().collect();
+    called.sort();
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    // The scope (its config) and the name the file is shown by, too.
+    (file.scope, &file.shown).hash(&mut h);
+    sorted(&given.wrappers).hash(&mut h);
+    sorted(&given.texts).hash(&mut h);
+    sorted(&given.types).hash(&mut h);
+    sorted(&given.aliases).hash(&mut h);
+    format!("{called:?}").hash(&mut h);
+    reaching.map(sorted).hash(&mut h);
+    h.finish()
 }
 
 /// A file's bytes by path and scope, `None` when it cannot be read.
@@ -650,7 +702,7 @@ pub fn crate_passes(
         files.push(f);
     }
     if needed(files) {
-        let contexts = follow_wrappers(files, &crate_of, pool, inventory, sources);
+        let contexts = follow_wrappers(files, walked, &crate_of, pool, inventory, sources);
         follow_calls(
             files, walked, &crate_of, &contexts, pool, inventory, sources,
         );
@@ -760,6 +812,7 @@ fn follow_calls(
 /// that use them; returns what each file audited again was given.
 fn follow_wrappers(
     files: &mut [Audited],
+    walked: usize,
     crate_of: &[PathBuf],
     pool: &rayon::ThreadPool,
     inventory: bool,
@@ -767,6 +820,9 @@ fn follow_wrappers(
 ) -> Contexts {
     use rayon::prelude::*;
     let engine = sources.engine;
+    // An editor session's audits of the crate's other files, by what they
+    // were given (an inventory run keeps nothing).
+    let cache = sources.first_audits.filter(|_| !inventory);
     let mut contexts = Contexts::new();
     if files
         .iter()
@@ -851,6 +907,9 @@ fn follow_wrappers(
                     let (names, reach) = needles.get(root)?;
                     let offers = next.get(root)?;
                     let f = &files[i];
+                    // Taken before the read: a file that changes while it
+                    // is read is not kept as the older one.
+                    let before = cache.filter(|_| i >= walked).and_then(|_| stamp(&f.path));
                     // The words the first audit kept answer first: most
                     // files are never read again.
                     let mut bytes = None;
@@ -886,8 +945,22 @@ fn follow_wrappers(
                         types: Some(&given.types),
                         reached_from: None,
                     };
-                    let out =
-                        engine(f.scope).check_bytes_with(&f.shown, &bytes, inventory, Some(&cross));
+                    let audit = || {
+                        engine(f.scope).check_bytes_with(&f.shown, &bytes, inventory, Some(&cross))
+                    };
+                    let out = match cache.filter(|_| i >= walked) {
+                        Some(c) => {
+                            let key = given_key(f, &given, &none, None);
+                            c.get_again(&f.path, key).unwrap_or_else(|| {
+                                let out = audit();
+                                if let Some(at) = before {
+                                    c.put_again(at, &f.path, key, &out);
+                                }
+                                out
+                            })
+                        }
+                        None => audit(),
+                    };
                     Some((i, given, out, bytes))
                 })
                 .collect()
@@ -952,20 +1025,34 @@ fn follow_wrappers(
             .par_iter()
             .filter_map(|(i, names)| {
                 let f = &files[*i];
+                let before = cache.filter(|_| *i >= walked).and_then(|_| stamp(&f.path));
                 let bytes = f.text(sources)?;
                 let empty = Given::default();
                 let given = imported.get(i).unwrap_or(&empty);
+                let reached = reaching.get(f.shown.as_str()).unwrap_or(&no_sites);
                 let cross = Cross {
                     imported: &given.wrappers,
                     called_elsewhere: names,
                     texts: &given.texts,
                     types: Some(&given.types),
-                    reached_from: Some(reaching.get(f.shown.as_str()).unwrap_or(&no_sites)),
+                    reached_from: Some(reached),
                 };
-                Some((
-                    *i,
-                    engine(f.scope).check_bytes_with(&f.shown, &bytes, inventory, Some(&cross)),
-                ))
+                let audit =
+                    || engine(f.scope).check_bytes_with(&f.shown, &bytes, inventory, Some(&cross));
+                let out = match cache.filter(|_| *i >= walked) {
+                    Some(c) => {
+                        let key = given_key(f, given, names, Some(reached));
+                        c.get_again(&f.path, key).unwrap_or_else(|| {
+                            let out = audit();
+                            if let Some(at) = before {
+                                c.put_again(at, &f.path, key, &out);
+                            }
+                            out
+                        })
+                    }
+                    None => audit(),
+                };
+                Some((*i, out))
             })
             .collect()
     });
@@ -1182,6 +1269,102 @@ mod tests {
             vec![&dir.join("src/util3.rs")],
             "{reads:?}"
         );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// An editor session's later audits: while a crate file and what the
+    /// crate gives it stay the same, an edit of another file audits it
+    /// neither as a caller of a wrapper nor as the wrapper's definer; only
+    /// the edited file is parsed again. A change to what it is given (a
+    /// new caller in the edited file) audits the definer again.
+    #[test]
+    fn an_edit_audits_only_the_edited_file_again() {
+        use crate::config::Settings;
+        use crate::engine::Engine;
+        use crate::pack::PackSet;
+        use std::path::{Path, PathBuf};
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Arc;
+
+        let dir = std::env::temp_dir().join(format!("lockaudit-again-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::write(dir.join("Cargo.toml"), "[package]\nname = \"app\"\n").unwrap();
+        let locks = "pub async fn acquire_lock(con: &mut redis::aio::MultiplexedConnection, key: &str) -> bool {\n    redis::cmd(\"SET\").arg(key).arg(\"me\").arg(\"NX\").arg(\"PX\").arg(30_000)\n        .query_async::<Option<String>>(con).await.map(|r| r.is_some()).unwrap_or(false)\n}\n";
+        std::fs::write(dir.join("src/locks.rs"), locks).unwrap();
+        let caller = "use crate::locks::acquire_lock;\npub async fn sweep(con: &mut redis::aio::MultiplexedConnection) {\n    acquire_lock(con, \"sweep\").await;\n}\n";
+        std::fs::write(dir.join("src/sweep.rs"), caller).unwrap();
+        let listing: Vec<(String, PathBuf)> = ["src/locks.rs", "src/sweep.rs"]
+            .iter()
+            .map(|s| (s.to_string(), dir.join(s)))
+            .collect();
+        let packs = PackSet::builtin();
+        let settings = Settings::default();
+        let kept = super::FirstAudits::default();
+        let run = |edited: &str| -> (usize, Vec<String>) {
+            let parses = AtomicUsize::new(0);
+            let engine = Engine::new(&packs, &settings).counting(&parses);
+            let first = engine.keeping(true);
+            let read = |p: &Path, _: usize| -> Option<Arc<[u8]>> {
+                if p == dir.join("src/jobs.rs") {
+                    return Some(edited.as_bytes().into());
+                }
+                std::fs::read(p).ok().map(Into::into)
+            };
+            let first_of = |_: usize| first;
+            let engine_of = |_: usize| engine;
+            let list = |_: &Path, _: usize| listing.clone();
+            let sources = super::Sources {
+                first: &first_of,
+                engine: &engine_of,
+                read: &read,
+                crate_files: &list,
+                partial: true,
+                first_audits: Some(&kept),
+            };
+            let out = first.check_bytes("src/jobs.rs", edited.as_bytes(), false);
+            let mut files = vec![super::Audited::new(
+                dir.join("src/jobs.rs"),
+                0,
+                "src/jobs.rs".into(),
+                out,
+            )];
+            let pool = crate::parse::pool(Some(1)).unwrap();
+            super::crate_passes(&mut files, &dir, &pool, false, &sources);
+            let checks = files[0]
+                .outcome
+                .findings
+                .iter()
+                .map(|f| f.check.as_str().to_string())
+                .collect();
+            (parses.load(Ordering::Relaxed), checks)
+        };
+        let edit = |n: usize| {
+            format!("pub async fn work(con: &mut redis::aio::MultiplexedConnection) {{\n    let _ = con;\n    let n = {n};\n}}\n")
+        };
+        // The first run parses every file, and audits the caller and the
+        // definer again with what the crate gives them.
+        let (parses, _) = run(&edit(0));
+        assert!(parses >= 4, "{parses}");
+        // Edits that change nothing the others are given: the edited file
+        // only (its first audit).
+        for n in 1..3 {
+            let (parses, checks) = run(&edit(n));
+            assert_eq!(parses, 1, "edit {n}");
+            assert!(checks.is_empty(), "{checks:?}");
+        }
+        // The edited file now calls the wrapper: it is audited with it, and
+        // the definer again, reached from a new call.
+        let calling = "use crate::locks::acquire_lock;\npub async fn run(con: &mut redis::aio::MultiplexedConnection) {\n    acquire_lock(con, \"jobs\").await;\n}\n";
+        let (parses, checks) = run(calling);
+        assert_eq!(parses, 3, "{checks:?}");
+        assert!(
+            checks.iter().any(|c| c == "ignored-acquire-result"),
+            "{checks:?}"
+        );
+        let (parses, again) = run(calling);
+        assert_eq!(parses, 2, "the edited file's two audits only");
+        assert_eq!(again, checks);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -31,6 +31,9 @@ pub struct Engine<'a> {
     /// Keep what the crate passes need of the file ([`FileOutcome::words`],
     /// [`FileOutcome::bytes`]): the first audit of a run that has them.
     pub keep: bool,
+    /// Counts the files parsed, when set (tests that prove what a run
+    /// parses again).
+    pub parses: Option<&'a std::sync::atomic::AtomicUsize>,
 }
 
 impl<'a> Engine<'a> {
@@ -46,6 +49,15 @@ impl<'a> Engine<'a> {
             manifests: None,
             fns: None,
             keep: false,
+            parses: None,
+        }
+    }
+
+    /// Counts each file parsed in `parses`.
+    pub fn counting(self, parses: &'a std::sync::atomic::AtomicUsize) -> Self {
+        Engine {
+            parses: Some(parses),
+            ..self
         }
     }
 
@@ -246,6 +258,9 @@ impl Engine<'_> {
         // Held until the file's model and findings are dropped: what every
         // thread parses at once stays within one budget.
         let _permit = crate::parse::permit(text.len());
+        if let Some(n) = self.parses {
+            n.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         let src = SourceFile::new(path, text);
         // The comment pass also measures nesting: deeper code never reaches
         // the parser, whose recursion could overflow the stack.
