@@ -375,7 +375,7 @@ type FileResult = Result<(FileOutcome, Option<String>), Skip>;
 
 /// Whether a file says it is generated: `@generated` in a comment among its
 /// first five lines (the convention of rustfmt, prost, bindgen and others).
-fn generated(bytes: &[u8]) -> bool {
+pub(crate) fn generated(bytes: &[u8]) -> bool {
     let head = &bytes[..bytes.len().min(2048)];
     String::from_utf8_lossy(head).lines().take(5).any(|l| {
         let l = l.trim_start();

@@ -360,7 +360,8 @@ pub fn fingerprints_at(
         let (_mode, kind, sha) = (parts.next(), parts.next(), parts.next());
         let size: u64 = parts.next().and_then(|n| n.parse().ok()).unwrap_or(0);
         // A renamed file is judged under its name now, so its findings keep
-        // their fingerprints.
+        // their fingerprints; where it was decides whether it was audited.
+        let was = path;
         let path = renamed.get(path).map(String::as_str).unwrap_or(path);
         if kind != Some("blob") || !path.ends_with(".rs") {
             continue;
@@ -369,24 +370,39 @@ pub fn fingerprints_at(
             continue;
         };
         // What the walk never audits is not judged at the base either:
-        // hidden directories and files, and `target/`.
-        if rel
-            .split('/')
-            .any(|c| (c.starts_with('.') && c != "." && c != "..") || c == "target")
-        {
+        // hidden directories and files, and `target/`. Code moved out of
+        // such a place was not audited there: what it brings is new.
+        let unwalked = |p: &str| {
+            p.split('/')
+                .any(|c| (c.starts_with('.') && c != "." && c != "..") || c == "target")
+        };
+        if unwalked(rel) || unwalked(was) {
             continue;
         }
-        all.push((rel.to_string(), sha.unwrap_or_default().to_string(), size));
+        let was_rel = (was != path).then(|| was.strip_prefix(prefix.as_str()).map(str::to_string));
+        all.push((
+            rel.to_string(),
+            sha.unwrap_or_default().to_string(),
+            size,
+            was_rel,
+        ));
     }
     let mut scopes = p.scopes.lock().unwrap_or_else(|e| e.into_inner());
     // Excluded and oversized files are not read at the base revision
-    // either, as in this run.
-    all.retain(|(rel, _, size)| {
+    // either, as in this run; nor a file moved here from an excluded place
+    // or from outside the current directory.
+    all.retain(|(rel, _, size, was)| {
         let scope = scopes.of_path(Path::new(rel));
+        let moved_in = match was {
+            None => false,
+            Some(None) => true,
+            Some(Some(w)) => scopes.excluded(Path::new(w), false),
+        };
         *size <= scopes.list[scope].settings.max_file_size
             && !scopes.excluded(Path::new(rel), false)
+            && !moved_in
     });
-    let all: Vec<(String, String)> = all.into_iter().map(|(r, s, _)| (r, s)).collect();
+    let all: Vec<(String, String)> = all.into_iter().map(|(r, s, _, _)| (r, s)).collect();
     let blobs: Vec<(String, String)> = all
         .iter()
         .filter(|(rel, _)| {
@@ -412,12 +428,20 @@ pub fn fingerprints_at(
         .collect();
     // The same workers as the run: large stacks for the parser.
     let pool = crate::parse::pool(p.jobs)?;
+    let named: HashSet<String> = p.named.iter().map(|n| walk::display_path(n, cwd)).collect();
     let outcomes: Vec<crate::engine::FileOutcome> = pool.install(|| {
         blobs
             .par_iter()
             .zip(contents.par_iter())
             .zip(blob_scope.par_iter())
-            .map(|(((path, _), bytes), &scope)| engines[scope].check_bytes(path, bytes, false))
+            .map(|(((path, _), bytes), &scope)| {
+                // A generated file is skipped at the base as in the run: code
+                // that loses its `@generated` header since is new.
+                if !p.include_vendored && !named.contains(path) && crate::app::generated(bytes) {
+                    return crate::engine::FileOutcome::default();
+                }
+                engines[scope].check_bytes(path, bytes, false)
+            })
             .collect()
     });
     // The crate passes, as in the run: a call site reported now was
