@@ -552,21 +552,33 @@ impl FirstAudits {
         (*was == now && a.scope == scope && a.shown == shown).then(|| a.clone())
     }
 
-    fn get_again(&self, path: &Path, given: u64) -> Option<FileOutcome> {
-        let now = stamp(path)?;
-        let kept = self.again.lock().ok()?;
-        let (was, out) = kept.get(&(path.to_path_buf(), given))?;
-        (*was == now).then(|| out.clone())
-    }
-
-    fn put_again(&self, stamp: Stamp, path: &Path, given: u64, out: &FileOutcome) {
-        let Ok(mut kept) = self.again.lock() else {
-            return;
-        };
-        if kept.len() >= MAX_KEPT {
-            kept.clear();
+    /// The later audit of `file` kept for what it is given (the hash
+    /// `given`) while the file is unchanged on disk; else `audit`'s, kept
+    /// under the stamp the file had `before` it was read.
+    fn again_or(
+        &self,
+        file: &Audited,
+        given: u64,
+        before: Option<Stamp>,
+        audit: impl FnOnce() -> FileOutcome,
+    ) -> FileOutcome {
+        let key = (file.path.clone(), given);
+        let now = stamp(&file.path);
+        if let (Some(now), Ok(kept)) = (now, self.again.lock()) {
+            if let Some((was, out)) = kept.get(&key) {
+                if *was == now {
+                    return out.clone();
+                }
+            }
         }
-        kept.insert((path.to_path_buf(), given), (stamp, out.clone()));
+        let out = audit();
+        if let (Some(at), Ok(mut kept)) = (before, self.again.lock()) {
+            if kept.len() >= MAX_KEPT {
+                kept.clear();
+            }
+            kept.insert(key, (at, out.clone()));
+        }
+        out
     }
 
     fn put(&self, stamp: Stamp, a: &Audited) {
@@ -949,16 +961,7 @@ fn follow_wrappers(
                         engine(f.scope).check_bytes_with(&f.shown, &bytes, inventory, Some(&cross))
                     };
                     let out = match cache.filter(|_| i >= walked) {
-                        Some(c) => {
-                            let key = given_key(f, &given, &none, None);
-                            c.get_again(&f.path, key).unwrap_or_else(|| {
-                                let out = audit();
-                                if let Some(at) = before {
-                                    c.put_again(at, &f.path, key, &out);
-                                }
-                                out
-                            })
-                        }
+                        Some(c) => c.again_or(f, given_key(f, &given, &none, None), before, audit),
                         None => audit(),
                     };
                     Some((i, given, out, bytes))
@@ -1041,14 +1044,7 @@ fn follow_wrappers(
                     || engine(f.scope).check_bytes_with(&f.shown, &bytes, inventory, Some(&cross));
                 let out = match cache.filter(|_| *i >= walked) {
                     Some(c) => {
-                        let key = given_key(f, given, names, Some(reached));
-                        c.get_again(&f.path, key).unwrap_or_else(|| {
-                            let out = audit();
-                            if let Some(at) = before {
-                                c.put_again(at, &f.path, key, &out);
-                            }
-                            out
-                        })
+                        c.again_or(f, given_key(f, given, names, Some(reached)), before, audit)
                     }
                     None => audit(),
                 };
@@ -1173,6 +1169,58 @@ mod tests {
         );
     }
 
+    /// One editor run over the crate in `dir`: `src/jobs.rs` is the edited
+    /// buffer `edited`, the files of `listing` come from disk (each read
+    /// told to `on_read`), and `kept` is the session's memory. Returns the
+    /// edited file's findings' check ids.
+    fn session_run(
+        dir: &std::path::Path,
+        edited: &str,
+        listing: &[(String, std::path::PathBuf)],
+        engine: crate::engine::Engine,
+        kept: &super::FirstAudits,
+        on_read: &(dyn Fn(&std::path::Path) + Sync),
+    ) -> Vec<String> {
+        use std::path::Path;
+        use std::sync::Arc;
+        let first = engine.keeping(true);
+        // The edited file is the editor's buffer, as in
+        // `Engine::check_in_crate`; the others come from disk.
+        let read = |p: &Path, _: usize| -> Option<Arc<[u8]>> {
+            if p == dir.join("src/jobs.rs") {
+                return Some(edited.as_bytes().into());
+            }
+            on_read(p);
+            std::fs::read(p).ok().map(Into::into)
+        };
+        let first_of = |_: usize| first;
+        let engine_of = |_: usize| engine;
+        let list = |_: &Path, _: usize| listing.to_vec();
+        let sources = super::Sources {
+            first: &first_of,
+            engine: &engine_of,
+            read: &read,
+            crate_files: &list,
+            partial: true,
+            first_audits: Some(kept),
+        };
+        let out = first.check_bytes("src/jobs.rs", edited.as_bytes(), false);
+        let mut files = vec![super::Audited::new(
+            dir.join("src/jobs.rs"),
+            0,
+            "src/jobs.rs".into(),
+            out,
+        )];
+        let pool = crate::parse::pool(Some(1)).unwrap();
+        super::crate_passes(&mut files, dir, &pool, false, &sources);
+        files[0]
+            .outcome
+            .findings
+            .iter()
+            .map(|f| f.check.as_str().to_string())
+            .collect()
+    }
+
     /// An editor session's first audits: a crate file unchanged on disk is
     /// neither read nor audited again for what it offers; one that changed
     /// is, once.
@@ -1183,7 +1231,7 @@ mod tests {
         use crate::pack::PackSet;
         use std::collections::HashMap;
         use std::path::{Path, PathBuf};
-        use std::sync::{Arc, Mutex};
+        use std::sync::Mutex;
 
         let dir =
             std::env::temp_dir().join(format!("lockaudit-first-audits-{}", std::process::id()));
@@ -1207,45 +1255,11 @@ mod tests {
         let packs = PackSet::builtin();
         let settings = Settings::default();
         let engine = Engine::new(&packs, &settings);
-        let first = engine.keeping(true);
         let kept = super::FirstAudits::default();
         let run = |kept: &super::FirstAudits| -> (HashMap<PathBuf, usize>, Vec<String>) {
             let reads: Mutex<HashMap<PathBuf, usize>> = Mutex::default();
-            // The edited file is the editor's buffer, as in
-            // `Engine::check_in_crate`; the others come from disk.
-            let read = |p: &Path, _: usize| -> Option<Arc<[u8]>> {
-                if p == dir.join("src/jobs.rs") {
-                    return Some(edited.as_bytes().into());
-                }
-                *reads.lock().unwrap().entry(p.to_path_buf()).or_default() += 1;
-                std::fs::read(p).ok().map(Into::into)
-            };
-            let first_of = |_: usize| first;
-            let engine_of = |_: usize| engine;
-            let list = |_: &Path, _: usize| listing.clone();
-            let sources = super::Sources {
-                first: &first_of,
-                engine: &engine_of,
-                read: &read,
-                crate_files: &list,
-                partial: true,
-                first_audits: Some(kept),
-            };
-            let out = first.check_bytes("src/jobs.rs", edited.as_bytes(), false);
-            let mut files = vec![super::Audited::new(
-                dir.join("src/jobs.rs"),
-                0,
-                "src/jobs.rs".into(),
-                out,
-            )];
-            let pool = crate::parse::pool(Some(1)).unwrap();
-            super::crate_passes(&mut files, &dir, &pool, false, &sources);
-            let checks = files[0]
-                .outcome
-                .findings
-                .iter()
-                .map(|f| f.check.as_str().to_string())
-                .collect();
+            let count = |p: &Path| *reads.lock().unwrap().entry(p.to_path_buf()).or_default() += 1;
+            let checks = super::tests::session_run(&dir, edited, &listing, engine, kept, &count);
             (reads.into_inner().unwrap(), checks)
         };
         let (reads, checks) = run(&kept);
@@ -1282,9 +1296,8 @@ mod tests {
         use crate::config::Settings;
         use crate::engine::Engine;
         use crate::pack::PackSet;
-        use std::path::{Path, PathBuf};
+        use std::path::PathBuf;
         use std::sync::atomic::{AtomicUsize, Ordering};
-        use std::sync::Arc;
 
         let dir = std::env::temp_dir().join(format!("lockaudit-again-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -1304,39 +1317,7 @@ mod tests {
         let run = |edited: &str| -> (usize, Vec<String>) {
             let parses = AtomicUsize::new(0);
             let engine = Engine::new(&packs, &settings).counting(&parses);
-            let first = engine.keeping(true);
-            let read = |p: &Path, _: usize| -> Option<Arc<[u8]>> {
-                if p == dir.join("src/jobs.rs") {
-                    return Some(edited.as_bytes().into());
-                }
-                std::fs::read(p).ok().map(Into::into)
-            };
-            let first_of = |_: usize| first;
-            let engine_of = |_: usize| engine;
-            let list = |_: &Path, _: usize| listing.clone();
-            let sources = super::Sources {
-                first: &first_of,
-                engine: &engine_of,
-                read: &read,
-                crate_files: &list,
-                partial: true,
-                first_audits: Some(&kept),
-            };
-            let out = first.check_bytes("src/jobs.rs", edited.as_bytes(), false);
-            let mut files = vec![super::Audited::new(
-                dir.join("src/jobs.rs"),
-                0,
-                "src/jobs.rs".into(),
-                out,
-            )];
-            let pool = crate::parse::pool(Some(1)).unwrap();
-            super::crate_passes(&mut files, &dir, &pool, false, &sources);
-            let checks = files[0]
-                .outcome
-                .findings
-                .iter()
-                .map(|f| f.check.as_str().to_string())
-                .collect();
+            let checks = super::tests::session_run(&dir, edited, &listing, engine, &kept, &|_| {});
             (parses.load(Ordering::Relaxed), checks)
         };
         let edit = |n: usize| {
