@@ -102,6 +102,29 @@ fn is_null(value: &[TokenTree]) -> bool {
     match value {
         [TokenTree::Ident(i)] => i == "null" || i == "None",
         [t] => string_value(t).is_some_and(|s| s.is_empty()),
+        // A path to nothing: `Option::<()>::None`, `std::option::Option::None`,
+        // `serde_json::Value::Null`.
+        [.., TokenTree::Ident(last)] => {
+            let idents = || {
+                value.iter().filter_map(|t| match t {
+                    TokenTree::Ident(i) => Some(i.to_string()),
+                    _ => None,
+                })
+            };
+            let path = value.iter().all(|t| match t {
+                TokenTree::Ident(_) => true,
+                TokenTree::Punct(p) => matches!(p.as_char(), ':' | '<' | '>'),
+                TokenTree::Group(g) => g.stream().into_iter().all(|t| {
+                    matches!(
+                        t,
+                        TokenTree::Ident(_) | TokenTree::Punct(_) | TokenTree::Group(_)
+                    )
+                }),
+                TokenTree::Literal(_) => false,
+            });
+            path && ((last == "None" && idents().any(|i| i == "Option"))
+                || (last == "Null" && idents().any(|i| i == "Value")))
+        }
         _ => false,
     }
 }
