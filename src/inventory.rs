@@ -146,6 +146,17 @@ fn release_of(ctx: &CheckCtx, e: &Event) -> String {
         },
         // A guard that releases itself, checked by owner, when dropped.
         None if ctx.api(e).released_on_drop => "owner-checked (on drop)".to_string(),
+        // A pack that describes no release (a lease row's `DELETE` is
+        // spelled too many ways): nothing could have been found.
+        None if !ctx
+            .packs
+            .pack(e.api)
+            .apis
+            .iter()
+            .any(|a| a.role == Role::Release) =>
+        {
+            "not described by its pack".to_string()
+        }
         None => "not found".to_string(),
     }
 }

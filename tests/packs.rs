@@ -213,6 +213,7 @@ fn inventory_lists_every_backend_acquisition_and_no_in_process_lock() {
             "unowned",
             "unowned (through a pool)",
             "at transaction end",
+            "not described by its pack",
             "not found",
         ]
         .contains(&release)
@@ -221,6 +222,10 @@ fn inventory_lists_every_backend_acquisition_and_no_in_process_lock() {
         }
         if r["backend"].as_str().unwrap_or("").is_empty() {
             problems.push(format!("{path}:{line}: no backend"));
+        }
+        // A pack without a release API cannot have found one.
+        if r["backend"] == "sql-lease" && release != "not described by its pack" {
+            problems.push(format!("{path}:{line}: sql-lease release `{release}`"));
         }
         // One meaning: when the lock ends on its own. A TTL word stands
         // with its value when the code shows one.
