@@ -32,6 +32,21 @@ fn job(name: &str) -> String {
     )
 }
 
+/// Each finding of a JSON report as (path, severity).
+fn path_severities(report: &Value) -> Vec<(String, String)> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["path"].as_str().unwrap().to_string(),
+                f["severity"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
 fn jobs(n: usize) -> String {
     (0..n).map(|i| job(&format!("job_{i}"))).collect()
 }
@@ -74,17 +89,7 @@ fn each_file_is_governed_by_its_nearest_config_whatever_the_order_of_paths() {
     assert_eq!(order_a.code, 1, "{order_a:?}");
     assert_eq!(order_a.stdout, order_b.stdout);
     let report = json(&order_a.stdout);
-    let findings: Vec<(String, String)> = report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            (
-                f["path"].as_str().unwrap().to_string(),
-                f["severity"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
+    let findings = path_severities(&report);
     // billing/ turns the check off; search/ gets the root config's warning.
     assert_eq!(
         findings,
@@ -562,17 +567,7 @@ fn a_config_in_cargo_toml_is_found_and_checked_like_lockaudit_yaml() {
     let r = lockaudit(d, &["check", "--format", "json", "."]);
     assert_eq!(r.code, 1, "{r:?}");
     let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
-    let mut got: Vec<(String, String)> = v["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            (
-                f["path"].as_str().unwrap().to_string(),
-                f["severity"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
+    let mut got = path_severities(&v);
     got.sort();
     assert_eq!(
         got,

@@ -63,6 +63,14 @@ impl Client {
     }
 }
 
+/// Opens a document with `text` (version 1).
+fn open(c: &Client, uri: &str, text: &str) {
+    c.notify(
+        "textDocument/didOpen",
+        json!({ "textDocument": { "uri": uri, "languageId": "rust", "version": 1, "text": text } }),
+    );
+}
+
 /// Sends the whole new text of a document.
 fn replace_text(c: &Client, uri: &str, version: i32, text: &str) {
     c.notify(
@@ -150,10 +158,7 @@ fn the_editor_knows_the_wrappers_of_the_crate() {
     let text = std::fs::read_to_string(&path).unwrap();
     let uri = format!("file://{}", path.display());
     let (c, handle) = start();
-    c.notify(
-        "textDocument/didOpen",
-        json!({ "textDocument": { "uri": uri, "languageId": "rust", "version": 1, "text": text } }),
-    );
+    open(&c, &uri, &text);
     let mut got: Vec<(u64, String)> = c
         .diagnostics()
         .iter()
@@ -188,10 +193,7 @@ fn annotating_from_a_code_action_clears_the_diagnostic() {
     .unwrap();
     let uri = format!("file://{}", path.display());
     let (mut c, handle) = start();
-    c.notify(
-        "textDocument/didOpen",
-        json!({ "textDocument": { "uri": uri, "languageId": "rust", "version": 1, "text": text } }),
-    );
+    open(&c, &uri, text);
     let diags = c.diagnostics();
     assert_eq!(diags.len(), 1, "{diags:#?}");
     let d = &diags[0];
@@ -277,10 +279,7 @@ fn an_exact_fix_is_the_preferred_code_action() {
     let text = std::fs::read_to_string(&path).unwrap();
     let uri = format!("file://{}", path.display());
     let (mut c, handle) = start();
-    c.notify(
-        "textDocument/didOpen",
-        json!({ "textDocument": { "uri": uri, "languageId": "rust", "version": 1, "text": text } }),
-    );
+    open(&c, &uri, &text);
     let diags = c.diagnostics();
     let del = diags
         .iter()
@@ -377,10 +376,7 @@ fn ranged_edits_apply_in_order_in_utf16_units() {
     std::fs::write(&path, "").unwrap();
     let uri = format!("file://{}", path.display());
     let (c, handle) = start();
-    c.notify(
-        "textDocument/didOpen",
-        json!({ "textDocument": { "uri": uri, "languageId": "rust", "version": 1, "text": CLEAN } }),
-    );
+    open(&c, &uri, CLEAN);
     assert!(c.diagnostics().is_empty());
     // Line 2 is `    let _s = "🎉"; `: the emoji is two UTF-16 units, so
     // the line ends at character 19, where the edits type the release.
