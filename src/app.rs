@@ -184,7 +184,8 @@ pub fn prepare(paths: &[PathBuf], common: &CommonArgs) -> Result<Prepared, Failu
         check_config_path(p)?;
     }
     let scopes = Scopes::new(common.config.as_deref(), &cwd, &repo_prefix(&cwd))
-        .with_selection(common.selection.clone());
+        .with_selection(common.selection.clone())
+        .with_excludes(&common.exclude);
     let scopes = std::sync::Arc::new(std::sync::Mutex::new(scopes));
     let stop_on_errors = |scopes: &Scopes| -> Result<(), Failure> {
         if scopes.errors.is_empty() {

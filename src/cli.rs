@@ -70,7 +70,7 @@ pub struct CommonArgs {
     /// .lockaudit.yaml, from its own directory up to the repository root)
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Do not audit files matching GLOB (relative to the current directory); repeatable
+    /// Do not audit files matching GLOB (relative to the current directory); repeatable; "#[cfg(test)]" leaves out code under #[cfg(test)]
     #[arg(long, value_name = "GLOB")]
     pub exclude: Vec<String>,
     /// Apply the excludes to files named on the command line too (for pre-commit)

@@ -49,6 +49,8 @@ pub struct Scopes {
     repo_roots: crate::walk::DirMemo<Option<PathBuf>>,
     /// `--select`, `--extend-select`, `--ignore`: applied to every config.
     selection: crate::cli::Selection,
+    /// `--exclude "#[cfg(test)]"`: applied to every config.
+    exclude_cfg_test: bool,
 }
 
 impl Scopes {
@@ -69,6 +71,7 @@ impl Scopes {
             packs_by_rules: HashMap::new(),
             repo_roots: Default::default(),
             selection: crate::cli::Selection::default(),
+            exclude_cfg_test: false,
         };
         let first = match config {
             Some(p) => config::load(p, &walk::display_path(p, cwd)),
@@ -88,6 +91,16 @@ impl Scopes {
         self
     }
 
+    /// The command line's `--exclude "#[cfg(test)]"` (any of `excludes`),
+    /// applied to every config of the run like an entry of its own.
+    pub fn with_excludes(mut self, excludes: &[String]) -> Scopes {
+        self.exclude_cfg_test = excludes.iter().any(|g| g == crate::config::CFG_TEST);
+        for s in &mut self.list {
+            s.settings.exclude_cfg_test |= self.exclude_cfg_test;
+        }
+        self
+    }
+
     fn push(&mut self, settings: Result<Settings, YamlErrors>) -> usize {
         let mut settings = settings.unwrap_or_else(|e| {
             self.errors.push(e);
@@ -98,6 +111,7 @@ impl Scopes {
             crate::escape::eprintln(&format!("warning: {w}"));
         }
         self.selection.apply(&mut settings.checks);
+        settings.exclude_cfg_test |= self.exclude_cfg_test;
         let packs = match self.packs_by_rules.get(&settings.rules) {
             Some(p) => p.clone(),
             None => {

@@ -1082,8 +1082,25 @@ fn init_offers_to_leave_test_code_out() {
         .iter()
         .all(|m| m.contains("lock:jobs") || m.contains("lock:prod")));
 
-    // Without the exclusion every lock of the test code is reported.
+    // The same from the command line, without the config.
     fs::remove_file(&path).unwrap();
+    let run = lockaudit(
+        dir,
+        &[
+            "--format",
+            "json",
+            "--exclude",
+            "#[cfg(test)]",
+            "src/lib.rs",
+        ],
+    );
+    assert_eq!(
+        json(&run.stdout)["findings"].as_array().unwrap().len(),
+        2,
+        "{run:?}"
+    );
+
+    // Without the exclusion every lock of the test code is reported.
     let run = lockaudit(dir, &["--format", "json", "."]);
     let missing = json(&run.stdout)["findings"]
         .as_array()
