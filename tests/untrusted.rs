@@ -1842,6 +1842,34 @@ fn thousands_of_locks_with_effects_are_linear() {
     );
 }
 
+/// Thousands of correctness grants in one function, no effect, each only
+/// asked for its key: every grant's token use is read from a bounded part
+/// of the function, in `check` and in `inventory`.
+#[test]
+fn thousands_of_grants_without_effects_are_bounded() {
+    let dir = repo();
+    let mut src = String::from("use etcd_client::{Client, LockOptions};\n");
+    src.push_str(
+        "// lock-purpose: correctness — one writer\n\
+         async fn f(client: &mut Client, lease: i64) -> Result<(), etcd_client::Error> {\n",
+    );
+    for i in 0..1_500 {
+        src.push_str(&format!(
+            "    let l{i} = client.lock(\"ledger/{i}\", Some(LockOptions::new().with_lease(lease))).await?;\n    keys.push(l{i}.key().to_vec());\n"
+        ));
+    }
+    src.push_str("    Ok(())\n}\n");
+    fs::write(dir.path().join("grants.rs"), src).unwrap();
+    let r = run(dir.path(), &["check", "--format", "short", "."]);
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert!(
+        r.stdout.contains("witness.rs:4:9: error[unowned-release]"),
+        "{r:?}"
+    );
+    let r = run(dir.path(), &["inventory", "--format", "json", "."]);
+    assert_eq!(r.code, Some(0), "{r:?}");
+}
+
 /// One call with hundreds of thousands of arguments.
 #[test]
 fn a_call_with_many_arguments_is_linear() {

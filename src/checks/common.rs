@@ -884,6 +884,9 @@ pub enum TokenUse {
     Unknown,
 }
 
+/// Most of a function read after a grant for its token's uses, in bytes.
+const MAX_TOKEN_SCAN: usize = 64 * 1024;
+
 /// Methods that hand on the reply itself: awaiting, error handling,
 /// conversions.
 const ADAPTERS: &[&str] = &[
@@ -945,6 +948,12 @@ pub fn token_use(ctx: &CheckCtx, a: &Event, accessors: &[String]) -> TokenUse {
         .max(a.chain_span.end.offset)
         .min(text.len());
     let end = f.span.end.offset.clamp(start, text.len());
+    // Each grant reads at most this much of its function: a hostile
+    // function of thousands of grants costs each a bounded scan, and a
+    // use beyond it is not ruled out.
+    if end - start > MAX_TOKEN_SCAN {
+        return TokenUse::Unknown;
+    }
     let after = &text[start..end];
     let mut result = TokenUse::Lost;
     for b in &a.binding {
