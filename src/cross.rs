@@ -526,10 +526,23 @@ pub struct Sources<'e> {
 #[derive(Default)]
 pub struct FirstAudits {
     kept: std::sync::Mutex<HashMap<PathBuf, (Stamp, Audited)>>,
-    /// The later audits of those files, by what they were given (a hash
-    /// of it, see [`given_key`]): while a file and what its crate gives it
-    /// stay the same, an edit elsewhere does not audit it again.
-    again: std::sync::Mutex<HashMap<(PathBuf, u64), (Stamp, FileOutcome)>>,
+    /// The later audits of those files, one per file and pass (as a
+    /// caller, as a definer), with a hash of what each was given (see
+    /// [`given_key`]): while a file and what its crate gives it stay the
+    /// same, an edit elsewhere does not audit it again.
+    again: std::sync::Mutex<HashMap<(PathBuf, Pass), KeptAudit>>,
+}
+
+/// A later audit kept: the hash of what the file was given, the file's
+/// stamp before it was read, the outcome.
+type KeptAudit = (u64, Stamp, FileOutcome);
+
+/// Which later audit of a file is kept: as a caller of other files'
+/// wrappers, or as the definer of wrappers they call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Pass {
+    Caller,
+    Definer,
 }
 
 /// What tells a file unchanged: its length and modification time.
@@ -558,15 +571,16 @@ impl FirstAudits {
     fn again_or(
         &self,
         file: &Audited,
+        pass: Pass,
         given: u64,
         before: Option<Stamp>,
         audit: impl FnOnce() -> FileOutcome,
     ) -> FileOutcome {
-        let key = (file.path.clone(), given);
+        let key = (file.path.clone(), pass);
         let now = stamp(&file.path);
         if let (Some(now), Ok(kept)) = (now, self.again.lock()) {
-            if let Some((was, out)) = kept.get(&key) {
-                if *was == now {
+            if let Some((was_given, was, out)) = kept.get(&key) {
+                if *was_given == given && *was == now {
                     return out.clone();
                 }
             }
@@ -576,7 +590,7 @@ impl FirstAudits {
             if kept.len() >= MAX_KEPT {
                 kept.clear();
             }
-            kept.insert(key, (at, out.clone()));
+            kept.insert(key, (given, at, out.clone()));
         }
         out
     }
@@ -961,7 +975,13 @@ fn follow_wrappers(
                         engine(f.scope).check_bytes_with(&f.shown, &bytes, inventory, Some(&cross))
                     };
                     let out = match cache.filter(|_| i >= walked) {
-                        Some(c) => c.again_or(f, given_key(f, &given, &none, None), before, audit),
+                        Some(c) => c.again_or(
+                            f,
+                            Pass::Caller,
+                            given_key(f, &given, &none, None),
+                            before,
+                            audit,
+                        ),
                         None => audit(),
                     };
                     Some((i, given, out, bytes))
@@ -1043,9 +1063,13 @@ fn follow_wrappers(
                 let audit =
                     || engine(f.scope).check_bytes_with(&f.shown, &bytes, inventory, Some(&cross));
                 let out = match cache.filter(|_| *i >= walked) {
-                    Some(c) => {
-                        c.again_or(f, given_key(f, given, names, Some(reached)), before, audit)
-                    }
+                    Some(c) => c.again_or(
+                        f,
+                        Pass::Definer,
+                        given_key(f, given, names, Some(reached)),
+                        before,
+                        audit,
+                    ),
                     None => audit(),
                 };
                 Some((*i, out))
