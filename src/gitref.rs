@@ -351,6 +351,7 @@ pub fn fingerprints_at(
         .collect();
     // Every `.rs` blob the walk could audit, and those inside the paths
     // asked for.
+    let p_vendored_ok = p.include_vendored;
     let mut all = Vec::new();
     for entry in listing.split('\0').filter(|e| !e.is_empty()) {
         let Some((meta, path)) = entry.split_once('\t') else {
@@ -376,7 +377,11 @@ pub fn fingerprints_at(
             p.split('/')
                 .any(|c| (c.starts_with('.') && c != "." && c != "..") || c == "target")
         };
-        if unwalked(rel) || unwalked(was) {
+        // Nor are `vendor/` and `third_party/` directories (unless the run
+        // includes them): code moved out of one is new too.
+        let vendored =
+            |p: &str| !p_vendored_ok && p.split('/').any(|c| walk::VENDORED_DIRS.contains(&c));
+        if unwalked(rel) || unwalked(was) || (was != path && vendored(was)) {
             continue;
         }
         let was_rel = (was != path).then(|| was.strip_prefix(prefix.as_str()).map(str::to_string));
@@ -407,9 +412,23 @@ pub fn fingerprints_at(
         .iter()
         .filter(|(rel, _)| {
             wanted.iter().any(|w| {
-                w.is_empty()
-                    || rel == w
-                    || rel.starts_with(&format!("{}/", w.trim_end_matches('/')))
+                let below = if w.is_empty() {
+                    Some(rel.as_str())
+                } else if rel == w {
+                    Some("")
+                } else {
+                    rel.strip_prefix(&format!("{}/", w.trim_end_matches('/')))
+                };
+                // As the walk: a vendored directory below a named path is
+                // skipped, a named one is audited.
+                below.is_some_and(|b| {
+                    p.include_vendored
+                        || !b
+                            .split('/')
+                            .rev()
+                            .skip(1)
+                            .any(|c| walk::VENDORED_DIRS.contains(&c))
+                })
             })
         })
         .cloned()
