@@ -79,7 +79,7 @@ pub struct CommonArgs {
     /// Worker threads (default: all cores)
     #[arg(long, short = 'j', value_name = "N")]
     pub jobs: Option<usize>,
-    /// Audit `vendor/`, `third_party/` and generated (`@generated`) files too
+    /// Audit `vendor/`, `third_party/` and generated (`@generated`, bindgen's) files too
     #[arg(long)]
     pub include_vendored: bool,
     /// Parse every file, even those that cannot mention a lock API (for testing the pre-filter)

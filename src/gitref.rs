@@ -455,7 +455,7 @@ pub fn fingerprints_at(
             .zip(blob_scope.par_iter())
             .map(|(((path, _), bytes), &scope)| {
                 // A generated file is skipped at the base as in the run: code
-                // that loses its `@generated` header since is new.
+                // that loses its generated-file header since is new.
                 if !p.include_vendored && !named.contains(path) && crate::app::generated(bytes) {
                     return crate::engine::FileOutcome::default();
                 }
