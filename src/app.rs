@@ -420,8 +420,12 @@ pub(crate) fn generated(bytes: &[u8]) -> bool {
 pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
     let pool = crate::parse::pool(p.jobs)?;
     let mut scopes = lock(&p.scopes);
-    let mut seen: std::collections::HashSet<walk::Identity> =
-        p.files.iter().map(|f| walk::identity(f)).collect();
+    // The files audited so far, by path as the walk spells them: most
+    // declared modules are among them, and are told so without a `stat`.
+    let mut known: std::collections::HashSet<PathBuf> = p.files.iter().cloned().collect();
+    // And by identity (device and inode), asked only for a module not known
+    // by its path: a hard link or another spelling of an audited file.
+    let mut seen: Option<std::collections::HashSet<walk::Identity>> = None;
     let mut queue: Vec<(PathBuf, usize)> = p
         .files
         .iter()
@@ -464,7 +468,7 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
                         }
                         Ok(Ok(bytes)) => {
                             mods = (
-                                walk::declared_modules(path, &bytes),
+                                walk::declared_modules(path, &bytes, &|m| known.contains(m)),
                                 walk::declares_modules_in_a_macro(&bytes),
                             );
                             let out = engine.check_bytes(&shown, &bytes, inventory);
@@ -486,8 +490,11 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
                 macro_modules.push(shown.clone());
             }
             for m in mods {
-                // Most declared modules were walked already: one `stat`
-                // says so, before anything costlier is asked.
+                if known.contains(&m) {
+                    continue;
+                }
+                let seen =
+                    seen.get_or_insert_with(|| known.iter().map(|f| walk::identity(f)).collect());
                 let id = walk::identity(&m);
                 if seen.contains(&id) {
                     continue;
@@ -504,6 +511,7 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
                     excluded_modules += 1;
                     continue;
                 }
+                known.insert(m.clone());
                 next.push((m, scope));
             }
             results.push((path, scope, shown, r));

@@ -331,17 +331,28 @@ pub fn identity(path: &Path) -> Identity {
 /// `include!("…")` names (relative to the file). Found from the text alone
 /// (a mention in a comment adds a candidate, never loses one); only
 /// existing files are returned.
-pub fn declared_modules(path: &Path, bytes: &[u8]) -> Vec<PathBuf> {
+///
+/// `known` says which paths are already audited: where a declaration's
+/// module may live (`name.rs` or `name/mod.rs` in one directory) and one of
+/// those is known, that place brings nothing more and is not asked of the
+/// file system (most declarations name a walked file, and a `stat` per
+/// candidate was most of the cost).
+pub fn declared_modules(path: &Path, bytes: &[u8], known: &dyn Fn(&Path) -> bool) -> Vec<PathBuf> {
     use std::sync::OnceLock;
     static MOD: OnceLock<regex::bytes::Regex> = OnceLock::new();
+    static ATTRS: OnceLock<regex::bytes::Regex> = OnceLock::new();
     static PATH: OnceLock<regex::bytes::Regex> = OnceLock::new();
     static INCLUDE: OnceLock<regex::bytes::Regex> = OnceLock::new();
     static INLINE: OnceLock<regex::bytes::Regex> = OnceLock::new();
+    // Found by its literal `mod` first; the attributes before it are read
+    // only where a declaration is.
     let decl = MOD.get_or_init(|| {
-        regex::bytes::Regex::new(
-            r"((?:#\s*\[[^\]]*\]\s*)*)(?:pub\s*(?:\([^)]*\))?\s*)?\bmod\s+(?:r#)?([A-Za-z_][A-Za-z0-9_]*)\s*;",
-        )
-        .expect("a valid regex")
+        regex::bytes::Regex::new(r"\bmod\s+(?:r#)?([A-Za-z_][A-Za-z0-9_]*)\s*;")
+            .expect("a valid regex")
+    });
+    let attrs_before = ATTRS.get_or_init(|| {
+        regex::bytes::Regex::new(r"((?:#\s*\[[^\]]*\]\s*)*)(?:pub\s*(?:\([^)]*\))?\s*)?\z")
+            .expect("a valid regex")
     });
     let path_attr = PATH.get_or_init(|| {
         regex::bytes::Regex::new(r#"\bpath\s*=\s*"([^"]*)""#).expect("a valid regex")
@@ -354,6 +365,8 @@ pub fn declared_modules(path: &Path, bytes: &[u8]) -> Vec<PathBuf> {
         regex::bytes::Regex::new(r"\bmod\s+(?:r#)?([A-Za-z_][A-Za-z0-9_]*)\s*\{")
             .expect("a valid regex")
     });
+    /// How far before a declaration its attributes are looked for.
+    const ATTRS_WINDOW: usize = 4096;
     let Some(dir) = path.parent() else {
         return Vec::new();
     };
@@ -365,33 +378,49 @@ pub fn declared_modules(path: &Path, bytes: &[u8]) -> Vec<PathBuf> {
         _ => dir.join(stem),
     };
     let inline_at = inline_modules(bytes, inline);
-    let mut out = Vec::new();
+    // Per declaration, the files it may name.
+    let mut groups: Vec<Vec<PathBuf>> = Vec::new();
     for c in decl.captures_iter(bytes) {
-        let attrs = c.get(1).map_or(&b""[..], |m| m.as_bytes());
-        let name = String::from_utf8_lossy(&c[2]).into_owned();
-        let at = c.get(2).map_or(0, |m| m.start());
+        let whole = c.get(0).map_or(0, |m| m.start());
+        let window = &bytes[whole.saturating_sub(ATTRS_WINDOW)..whole];
+        let attrs = attrs_before
+            .captures(window)
+            .and_then(|a| a.get(1))
+            .map_or(&b""[..], |m| m.as_bytes());
+        let name = String::from_utf8_lossy(&c[1]).into_owned();
+        let at = c.get(1).map_or(0, |m| m.start());
         let nest = inline_at(at);
         if let Some(p) = path_attr.captures(attrs) {
             let given = String::from_utf8_lossy(&p[1]).into_owned();
-            out.push(dir.join(&given));
+            groups.push(vec![dir.join(&given)]);
             if !nest.is_empty() {
-                out.push(own_dir.join(nest.join("/")).join(&given));
-                out.push(dir.join(nest.join("/")).join(&given));
+                groups.push(vec![own_dir.join(nest.join("/")).join(&given)]);
+                groups.push(vec![dir.join(nest.join("/")).join(&given)]);
             }
-            continue;
-        }
-        for base in [dir.to_path_buf(), own_dir.clone()] {
-            let base = base.join(nest.join("/"));
-            out.push(base.join(format!("{name}.rs")));
-            out.push(base.join(&name).join("mod.rs"));
+        } else {
+            // Each place the module may live in is a group of its own: a
+            // known `name.rs` says nothing of `own/name.rs`, but rustc
+            // refuses `name.rs` beside `name/mod.rs`.
+            for base in [dir.to_path_buf(), own_dir.clone()] {
+                let base = base.join(nest.join("/"));
+                groups.push(vec![
+                    base.join(format!("{name}.rs")),
+                    base.join(&name).join("mod.rs"),
+                ]);
+            }
         }
     }
     for c in include.captures_iter(bytes) {
-        out.push(dir.join(String::from_utf8_lossy(&c[1]).as_ref()));
+        groups.push(vec![dir.join(String::from_utf8_lossy(&c[1]).as_ref())]);
     }
-    out.retain(|p| p.is_file());
+    let mut out: Vec<PathBuf> = groups
+        .into_iter()
+        .filter(|g| !g.iter().any(|p| known(p)))
+        .flatten()
+        .collect();
     out.sort();
     out.dedup();
+    out.retain(|p| p.is_file());
     out
 }
 

@@ -2072,20 +2072,26 @@ fn files_reached_by_mod_declarations_are_audited_whatever_hides_them() {
     fs::write(
         d.join("src/lib.rs"),
         "mod target;\nmod hidden;\nmod ignored;\n#[path = \".impl/x.rs\"]\nmod x;\n#[cfg(unix)]\n#[path = \"x.inc\"]\npub(crate) mod inc;\n\
-         #[path = \"/etc/passwd\"]\nmod passwd;\n#[path = \"../../../../../../../../etc/hostname\"]\nmod host;\n",
+         #[path = \"/etc/passwd\"]\nmod passwd;\n#[path = \"../../../../../../../../etc/hostname\"]\nmod host;\nmod a;\nmod b;\n",
     )
     .unwrap();
+    // `a::b` is `src/a/b.rs`, ignored; the walked `src/b.rs` beside `a.rs`
+    // is another module and does not stand for it.
+    fs::create_dir_all(d.join("src/a")).unwrap();
+    fs::write(d.join("src/a.rs"), "mod b;\n").unwrap();
+    fs::write(d.join("src/b.rs"), "pub fn f() {}\n").unwrap();
     for f in [
         "src/target/mod.rs",
         "src/hidden.rs",
         "src/ignored.rs",
         "src/.impl/x.rs",
         "src/x.inc",
+        "src/a/b.rs",
     ] {
         fs::write(d.join(f), WITNESS).unwrap();
     }
     fs::write(d.join("src/.ignore"), "hidden.rs\n").unwrap();
-    fs::write(d.join(".gitignore"), "src/ignored.rs\n").unwrap();
+    fs::write(d.join(".gitignore"), "src/ignored.rs\nsrc/a/\n").unwrap();
     let r = run(d, &["check", "--format", "short", "."]);
     assert_eq!(r.code, Some(1), "{r:?}");
     for f in [
@@ -2094,6 +2100,7 @@ fn files_reached_by_mod_declarations_are_audited_whatever_hides_them() {
         "src/ignored.rs",
         "src/.impl/x.rs",
         "src/x.inc",
+        "src/a/b.rs",
     ] {
         assert!(
             r.stdout
@@ -2105,7 +2112,7 @@ fn files_reached_by_mod_declarations_are_audited_whatever_hides_them() {
         !r.stdout.contains("passwd") && !r.stdout.contains("hostname"),
         "{r:?}"
     );
-    assert!(r.stdout.contains("6 files audited"), "{r:?}");
+    assert!(r.stdout.contains("9 files audited"), "{r:?}");
     // lockaudit's own excludes still apply, and say how many they hide.
     fs::write(
         d.join("lockaudit.yaml"),
@@ -3103,7 +3110,7 @@ fn included_files_and_modules_inside_inline_modules_are_audited() {
             "{f}: {r:?}"
         );
     }
-    assert!(r.stdout.contains("6 files audited"), "{r:?}");
+    assert!(r.stdout.contains("9 files audited"), "{r:?}");
     assert!(!r.stderr.contains("inside a macro"), "{r:?}");
     // A module a macro declares cannot be followed: a note says so.
     fs::write(
