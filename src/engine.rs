@@ -533,17 +533,39 @@ impl Engine<'_> {
 /// functions, `impl`s and the functions inside them, at any depth of
 /// inline modules.
 fn cfg_test_lines(file: &syn::File) -> Vec<(usize, usize)> {
-    use syn::spanned::Spanned;
     fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
         attrs.iter().any(|a| {
             a.path().is_ident("cfg") && a.parse_args::<syn::Ident>().is_ok_and(|i| i == "test")
         })
     }
-    fn lines(attrs: &[syn::Attribute], item: &impl Spanned) -> (usize, usize) {
-        let first = attrs
-            .first()
-            .map_or(item.span().start().line, |a| a.span().start().line);
-        (first, item.span().end().line)
+    // (first line, last line) from the item's own first and last tokens.
+    fn item_lines(item: &syn::Item) -> Option<(usize, usize)> {
+        match item {
+            syn::Item::Mod(m) => {
+                let end = match &m.content {
+                    Some((brace, _)) => brace.span.close(),
+                    None => m.semi?.span,
+                };
+                let start = m.unsafety.map_or(m.mod_token.span, |u| u.span);
+                Some((first_line(&m.attrs, Some(&m.vis), start), end.end().line))
+            }
+            syn::Item::Fn(f) => Some((
+                first_line(&f.attrs, Some(&f.vis), sig_start(&f.sig)),
+                f.block.brace_token.span.close().end().line,
+            )),
+            syn::Item::Impl(i) => {
+                let start = i
+                    .defaultness
+                    .map(|d| d.span)
+                    .or(i.unsafety.map(|u| u.span))
+                    .unwrap_or(i.impl_token.span);
+                Some((
+                    first_line(&i.attrs, None, start),
+                    i.brace_token.span.close().end().line,
+                ))
+            }
+            _ => None,
+        }
     }
     fn items(list: &[syn::Item], out: &mut Vec<(usize, usize)>) {
         for item in list {
@@ -554,7 +576,7 @@ fn cfg_test_lines(file: &syn::File) -> Vec<(usize, usize)> {
                 _ => &[],
             };
             if is_cfg_test(attrs) {
-                out.push(lines(attrs, item));
+                out.extend(item_lines(item));
                 continue;
             }
             match item {
@@ -567,7 +589,10 @@ fn cfg_test_lines(file: &syn::File) -> Vec<(usize, usize)> {
                     for f in &i.items {
                         if let syn::ImplItem::Fn(f) = f {
                             if is_cfg_test(&f.attrs) {
-                                out.push(lines(&f.attrs, f));
+                                out.push((
+                                    first_line(&f.attrs, Some(&f.vis), sig_start(&f.sig)),
+                                    f.block.brace_token.span.close().end().line,
+                                ));
                             }
                         }
                     }
@@ -592,31 +617,43 @@ pub struct FnLines {
 
 /// Every function item of a file (free functions, methods, trait methods
 /// with a body, in inline modules too), not those inside function bodies.
+/// Lines come from the item's first and last tokens ([`first_line`], the
+/// body's closing brace): asking syn for a whole item's span prints the
+/// item back into tokens, once per item.
 fn fn_lines(file: &syn::File) -> Vec<FnLines> {
-    use syn::spanned::Spanned;
-    fn lines(span: proc_macro2::Span, sig: &syn::Signature) -> FnLines {
+    fn lines(
+        attrs: &[syn::Attribute],
+        vis: Option<&syn::Visibility>,
+        sig: &syn::Signature,
+        body: &syn::Block,
+    ) -> FnLines {
         FnLines {
-            attrs: span.start().line,
+            attrs: first_line(attrs, vis, sig_start(sig)),
             sig: sig.fn_token.span.start().line,
-            end: span.end().line,
+            end: body.brace_token.span.close().end().line,
         }
     }
     fn items(list: &[syn::Item], out: &mut Vec<FnLines>) {
         for item in list {
             match item {
-                syn::Item::Fn(f) => out.push(lines(f.span(), &f.sig)),
+                syn::Item::Fn(f) => out.push(lines(&f.attrs, Some(&f.vis), &f.sig, &f.block)),
                 syn::Item::Impl(i) => {
                     for it in &i.items {
                         if let syn::ImplItem::Fn(f) = it {
-                            out.push(lines(f.span(), &f.sig));
+                            let start = f.defaultness.map(|d| d.span);
+                            let mut l = lines(&f.attrs, Some(&f.vis), &f.sig, &f.block);
+                            if f.attrs.is_empty() && matches!(f.vis, syn::Visibility::Inherited) {
+                                l.attrs = start.map_or(l.attrs, |s| s.start().line);
+                            }
+                            out.push(l);
                         }
                     }
                 }
                 syn::Item::Trait(t) => {
                     for it in &t.items {
                         if let syn::TraitItem::Fn(f) = it {
-                            if f.default.is_some() {
-                                out.push(lines(f.span(), &f.sig));
+                            if let Some(body) = &f.default {
+                                out.push(lines(&f.attrs, None, &f.sig, body));
                             }
                         }
                     }
@@ -633,6 +670,38 @@ fn fn_lines(file: &syn::File) -> Vec<FnLines> {
     let mut out = Vec::new();
     items(&file.items, &mut out);
     out
+}
+
+/// The first token of a signature: `const`, `async`, `unsafe`, `extern`
+/// or `fn`, whichever comes first.
+fn sig_start(sig: &syn::Signature) -> proc_macro2::Span {
+    sig.constness
+        .map(|t| t.span)
+        .or(sig.asyncness.map(|t| t.span))
+        .or(sig.unsafety.map(|t| t.span))
+        .or(sig.abi.as_ref().map(|a| a.extern_token.span))
+        .unwrap_or(sig.fn_token.span)
+}
+
+/// The line an item starts on: its first attribute or doc comment, else
+/// its visibility, else `after` (its first keyword).
+fn first_line(
+    attrs: &[syn::Attribute],
+    vis: Option<&syn::Visibility>,
+    after: proc_macro2::Span,
+) -> usize {
+    let vis = vis.and_then(|v| match v {
+        syn::Visibility::Public(p) => Some(p.span),
+        syn::Visibility::Restricted(r) => Some(r.pub_token.span),
+        syn::Visibility::Inherited => None,
+    });
+    attrs
+        .first()
+        .map(|a| a.pound_token.span)
+        .or(vis)
+        .unwrap_or(after)
+        .start()
+        .line
 }
 
 /// The function a line suppression stands above (among or after its
@@ -665,4 +734,130 @@ fn forced_panic(path: &str) -> bool {
     NAME.get_or_init(|| std::env::var("LOCKAUDIT_INTERNAL_PANIC_ON").ok())
         .as_deref()
         .is_some_and(|n| !n.is_empty() && path.rsplit('/').next() == Some(n))
+}
+
+#[cfg(test)]
+mod tests {
+    use syn::spanned::Spanned;
+
+    const ITEMS: &str = r#"
+/// A doc comment.
+#[inline]
+pub async fn a() {
+}
+
+pub(crate)
+unsafe extern "C" fn b() {}
+
+const fn c() -> u8 { 1 }
+
+#[cfg(test)]
+mod tests {
+    fn d() {
+        let _ = 1;
+    }
+}
+
+#[cfg(test)]
+mod outside;
+
+struct S;
+#[cfg(test)]
+unsafe impl Send for S {}
+
+impl S {
+    #[cfg(test)]
+    pub fn e(&self) {}
+
+    async
+    fn f() {}
+}
+
+trait T {
+    /// Provided.
+    fn g() {
+        ()
+    }
+    fn h();
+}
+"#;
+
+    /// The lines taken from an item's first and last tokens are the lines
+    /// of the span syn joins from all of its tokens.
+    #[test]
+    fn item_lines_agree_with_the_joined_span() {
+        let file = syn::parse_file(ITEMS).unwrap();
+        let mut want = Vec::new();
+        let mut want_test = Vec::new();
+        for item in &file.items {
+            let s = item.span();
+            match item {
+                syn::Item::Fn(f) => want.push((
+                    s.start().line,
+                    f.sig.fn_token.span.start().line,
+                    s.end().line,
+                )),
+                syn::Item::Mod(m) => {
+                    want_test.push((s.start().line, s.end().line));
+                    for inner in m.content.iter().flat_map(|c| &c.1) {
+                        if let syn::Item::Fn(f) = inner {
+                            let s = f.span();
+                            want.push((
+                                s.start().line,
+                                f.sig.fn_token.span.start().line,
+                                s.end().line,
+                            ));
+                        }
+                    }
+                }
+                syn::Item::Impl(i) => {
+                    if !i.attrs.is_empty() {
+                        want_test.push((s.start().line, s.end().line));
+                    }
+                    for it in &i.items {
+                        if let syn::ImplItem::Fn(f) = it {
+                            let s = f.span();
+                            want.push((
+                                s.start().line,
+                                f.sig.fn_token.span.start().line,
+                                s.end().line,
+                            ));
+                            if !f.attrs.is_empty() {
+                                want_test.push((s.start().line, s.end().line));
+                            }
+                        }
+                    }
+                }
+                syn::Item::Trait(t) => {
+                    for it in &t.items {
+                        if let syn::TraitItem::Fn(f) = it {
+                            if f.default.is_some() {
+                                let s = f.span();
+                                want.push((
+                                    s.start().line,
+                                    f.sig.fn_token.span.start().line,
+                                    s.end().line,
+                                ));
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        let got: Vec<(usize, usize, usize)> = super::fn_lines(&file)
+            .iter()
+            .map(|f| (f.attrs, f.sig, f.end))
+            .collect();
+        want.sort();
+        let mut got_sorted = got.clone();
+        got_sorted.sort();
+        assert_eq!(got_sorted, want);
+        assert_eq!(got.len(), 7);
+        let mut test = super::cfg_test_lines(&file);
+        test.sort();
+        want_test.sort();
+        assert_eq!(test, want_test);
+        assert_eq!(test.len(), 4);
+    }
 }
