@@ -257,7 +257,43 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 && (!api.needs_lock_name
                     || self.lockish(view, api, &[])
                     || self.key_from_param(view, api))
+                && !(matches!(api.role, Role::Acquire | Role::TryAcquire)
+                    && self.fresh_random_key(view, api)
+                    && !self.lockish(view, api, &[]))
         })
+    }
+
+    /// The call's key is drawn at random right here (`let sid =
+    /// Uuid::new_v4().to_string()`, or the same inline): no other process
+    /// can ask for that key, so nothing contends for it. Writing it once
+    /// (`SET sid data NX EX 3600`) creates a unique record, a session or an
+    /// idempotency id, not a lock, unless a lock name says otherwise.
+    fn fresh_random_key(&self, view: &View, api: &crate::pack::Api) -> bool {
+        use std::sync::OnceLock;
+        static RANDOM: OnceLock<regex::Regex> = OnceLock::new();
+        let random = RANDOM.get_or_init(|| {
+            regex::Regex::new(
+                r"(?i)\b(?:new_v4|new_v7|Ulid::new|nanoid|random|thread_rng|rng|OsRng|gen_range|random_(?:string|id|key|token)|gen_(?:random|id)|generate_(?:id|session_id|session_key|token))\b",
+            )
+            .expect("a valid regex")
+        });
+        let Some(k) = view.key(api) else {
+            return false;
+        };
+        let init_of = |name: &str| {
+            self.locals
+                .get(name)
+                .and_then(|b| b.init)
+                .map(keys::normalise)
+        };
+        let text = init_of(&k.norm).unwrap_or_else(|| k.norm.clone());
+        // The key itself, or a local it is built from (`format!("req:{id}")`
+        // after `let id: u64 = rand::random()`), one step back.
+        random.is_match(&text)
+            || text
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .filter(|w| !w.is_empty() && *w != k.norm)
+                .any(|w| init_of(w).is_some_and(|i| random.is_match(&i)))
     }
 
     /// The call's key is a parameter of this function (`fn delete_key(con,
