@@ -220,8 +220,10 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             return self.wrapper_call(chain, top, use_);
         }
         // The builder a local held is judged here, where it runs: the view
-        // taken where it was bound is replaced.
-        if chain.inherited > 0 {
+        // taken where it was bound is replaced (a bare call, such as
+        // `let q = sqlx::query(SQL)` or `let s = Script::new(LUA)`, is a
+        // builder of no segments).
+        if chain.resolved && chain.var.is_some() {
             if let Some(b) = chain.var.as_ref().and_then(|v| self.locals.get_mut(v)) {
                 let old = std::mem::take(&mut b.builder_events);
                 self.dead.extend(old);
