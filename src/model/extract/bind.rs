@@ -39,6 +39,9 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                     b.ty = pat_ty;
                 }
                 self.locals.declare(b);
+                if let Some(e) = init {
+                    self.note_alias(pat, e);
+                }
             }
             (Pat::Tuple(t), Some(Expr::Tuple(v))) if t.elems.len() == v.elems.len() => {
                 for (p, e) in t.elems.iter().zip(v.elems.iter()) {
@@ -46,6 +49,52 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 }
             }
             _ => self.bind_opaque(pat),
+        }
+    }
+
+    /// `if let Some(spec) = lease.spec.as_mut()`, `let spec = &mut
+    /// lease.spec`: the name (bound already) borrows a part of another
+    /// local, reached through a field, so what is assigned through it is
+    /// assigned to that local.
+    pub(super) fn note_alias(&mut self, pat: &Pat, init: &Expr) {
+        let name = match strip_type(pat) {
+            Pat::Ident(i) => i.ident.to_string(),
+            Pat::TupleStruct(t) if t.elems.len() == 1 => match &t.elems[0] {
+                Pat::Ident(i) => i.ident.to_string(),
+                _ => return,
+            },
+            _ => return,
+        };
+        let mut e = init;
+        let mut through_field = false;
+        loop {
+            match e {
+                Expr::Field(f) => {
+                    through_field = true;
+                    e = &f.base;
+                }
+                Expr::MethodCall(m) => e = &m.receiver,
+                Expr::Paren(p) => e = &p.expr,
+                Expr::Reference(r) => e = &r.expr,
+                Expr::Unary(u) => e = &u.expr,
+                Expr::Try(t) => e = &t.expr,
+                _ => break,
+            }
+        }
+        if !through_field {
+            return;
+        }
+        let Some(root) = place_root(keys::strip(init)).or_else(|| match e {
+            Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
+            _ => None,
+        }) else {
+            return;
+        };
+        if root == name || self.locals.get(&root).is_none() {
+            return;
+        }
+        if let Some(b) = self.locals.get_mut(&name) {
+            b.alias_of = Some(root);
         }
     }
 
@@ -185,9 +234,18 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 self.learn_field(&n.to_string(), right);
                 // `lease.spec.holder_identity = None;`: what the local's
                 // value now says, for the call it is passed to.
+                let cleared = clears(right);
+                let mut alias = None;
                 if let Some(b) = place_root(&f.base).and_then(|r| self.locals.get_mut(&r)) {
                     if b.assigned.len() < MAX_ASSIGNED {
-                        b.assigned.push((n.to_string(), clears(right)));
+                        b.assigned.push((n.to_string(), cleared));
+                    }
+                    alias = b.alias_of.clone();
+                }
+                // Through a borrow of another local's part, that local.
+                if let Some(b) = alias.and_then(|a| self.locals.get_mut(&a)) {
+                    if b.assigned.len() < MAX_ASSIGNED {
+                        b.assigned.push((n.to_string(), cleared));
                     }
                 }
             }

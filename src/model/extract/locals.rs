@@ -180,6 +180,10 @@ pub(super) struct Binding<'ast> {
     /// Fields assigned through the binding after it was declared
     /// (`lease.spec.holder_identity = None;`), in order.
     pub assigned: Vec<(String, bool)>,
+    /// The local this binding borrows a part of (`if let Some(spec) =
+    /// lease.spec.as_mut()`, `let spec = &mut lease.spec`): fields assigned
+    /// through it are assigned to that local too.
+    pub alias_of: Option<String>,
     words: OnceCell<Rc<BTreeSet<String>>>,
 }
 
@@ -193,6 +197,7 @@ impl<'ast> Binding<'ast> {
             ty: None,
             builder_events: Vec::new(),
             assigned: Vec::new(),
+            alias_of: None,
             words: OnceCell::new(),
         }
     }

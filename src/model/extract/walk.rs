@@ -349,6 +349,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 // The names are visible in the rest of the condition and
                 // the branch: the caller opened a scope for them.
                 self.bind_opaque(&l.pat);
+                self.note_alias(&l.pat, &l.expr);
             }
             Expr::Block(b) => self.block(&b.block),
             Expr::Unsafe(b) => self.block(&b.block),
@@ -451,6 +452,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                     },
                 );
                 self.bind_opaque(&l.pat);
+                self.note_alias(&l.pat, &l.expr);
             }
             Expr::Let(l)
                 if i.else_branch.is_none() && pat_is_err(&l.pat) && only_logs(&i.then_branch) =>
