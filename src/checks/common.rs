@@ -927,7 +927,16 @@ pub fn token_use(ctx: &CheckCtx, a: &Event, accessors: &[String]) -> TokenUse {
         })
         .unwrap_or(a.span.end.offset);
     let rest = text.get(call_end..).unwrap_or("");
-    for m in methods_in(rest) {
+    let chain: Vec<&str> = methods_in(rest).collect();
+    // A request built by a fluent builder and sent
+    // (`update_item().key(..).send().await`): what comes before the
+    // `.await` builds the request, what comes after reads the reply.
+    let from = chain
+        .iter()
+        .position(|m| *m == "await")
+        .filter(|&i| !chain[..i].iter().any(|m| is_accessor(m)))
+        .unwrap_or(0);
+    for &m in &chain[from..] {
         if is_accessor(m) {
             return TokenUse::Read;
         }
