@@ -787,6 +787,14 @@ trait T {
     #[test]
     fn item_lines_agree_with_the_joined_span() {
         let file = syn::parse_file(ITEMS).unwrap();
+        // (first line, `fn` line, last line) of a function, from syn.
+        fn joined(span: proc_macro2::Span, sig: &syn::Signature) -> (usize, usize, usize) {
+            (
+                span.start().line,
+                sig.fn_token.span.start().line,
+                span.end().line,
+            )
+        }
         let mut want = Vec::new();
         let mut want_test = Vec::new();
         for item in &file.items {
@@ -801,12 +809,7 @@ trait T {
                     want_test.push((s.start().line, s.end().line));
                     for inner in m.content.iter().flat_map(|c| &c.1) {
                         if let syn::Item::Fn(f) = inner {
-                            let s = f.span();
-                            want.push((
-                                s.start().line,
-                                f.sig.fn_token.span.start().line,
-                                s.end().line,
-                            ));
+                            want.push(joined(f.span(), &f.sig));
                         }
                     }
                 }
@@ -817,11 +820,7 @@ trait T {
                     for it in &i.items {
                         if let syn::ImplItem::Fn(f) = it {
                             let s = f.span();
-                            want.push((
-                                s.start().line,
-                                f.sig.fn_token.span.start().line,
-                                s.end().line,
-                            ));
+                            want.push(joined(s, &f.sig));
                             if !f.attrs.is_empty() {
                                 want_test.push((s.start().line, s.end().line));
                             }
@@ -832,12 +831,7 @@ trait T {
                     for it in &t.items {
                         if let syn::TraitItem::Fn(f) = it {
                             if f.default.is_some() {
-                                let s = f.span();
-                                want.push((
-                                    s.start().line,
-                                    f.sig.fn_token.span.start().line,
-                                    s.end().line,
-                                ));
+                                want.push(joined(f.span(), &f.sig));
                             }
                         }
                     }
