@@ -378,11 +378,23 @@ pub fn declared_modules(path: &Path, bytes: &[u8], known: &dyn Fn(&Path) -> bool
         _ => dir.join(stem),
     };
     let inline_at = inline_modules(bytes, inline);
-    // Per declaration, the files it may name.
-    let mut groups: Vec<Vec<PathBuf>> = Vec::new();
+    // The files the declarations may name, each place a module may live in
+    // offered once (a name declared again adds nothing) and kept only when
+    // no file of it is known.
+    let mut out: Vec<PathBuf> = Vec::new();
+    let mut offered: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
+    let mut offer = |group: Vec<PathBuf>| {
+        if offered.insert(group[0].clone()) && !group.iter().any(|p| known(p)) {
+            out.extend(group);
+        }
+    };
+    // Where the previous declaration ended: a declaration's attributes are
+    // read from there on, so the windows never overlap.
+    let mut prev_end = 0;
     for c in decl.captures_iter(bytes) {
-        let whole = c.get(0).map_or(0, |m| m.start());
-        let window = &bytes[whole.saturating_sub(ATTRS_WINDOW)..whole];
+        let (whole, end) = c.get(0).map_or((0, 0), |m| (m.start(), m.end()));
+        let window = &bytes[whole.saturating_sub(ATTRS_WINDOW).max(prev_end)..whole];
+        prev_end = end;
         let attrs = attrs_before
             .captures(window)
             .and_then(|a| a.get(1))
@@ -392,10 +404,10 @@ pub fn declared_modules(path: &Path, bytes: &[u8], known: &dyn Fn(&Path) -> bool
         let nest = inline_at(at);
         if let Some(p) = path_attr.captures(attrs) {
             let given = String::from_utf8_lossy(&p[1]).into_owned();
-            groups.push(vec![dir.join(&given)]);
+            offer(vec![dir.join(&given)]);
             if !nest.is_empty() {
-                groups.push(vec![own_dir.join(nest.join("/")).join(&given)]);
-                groups.push(vec![dir.join(nest.join("/")).join(&given)]);
+                offer(vec![own_dir.join(nest.join("/")).join(&given)]);
+                offer(vec![dir.join(nest.join("/")).join(&given)]);
             }
         } else {
             // Each place the module may live in is a group of its own: a
@@ -403,7 +415,7 @@ pub fn declared_modules(path: &Path, bytes: &[u8], known: &dyn Fn(&Path) -> bool
             // refuses `name.rs` beside `name/mod.rs`.
             for base in [dir.to_path_buf(), own_dir.clone()] {
                 let base = base.join(nest.join("/"));
-                groups.push(vec![
+                offer(vec![
                     base.join(format!("{name}.rs")),
                     base.join(&name).join("mod.rs"),
                 ]);
@@ -411,13 +423,8 @@ pub fn declared_modules(path: &Path, bytes: &[u8], known: &dyn Fn(&Path) -> bool
         }
     }
     for c in include.captures_iter(bytes) {
-        groups.push(vec![dir.join(String::from_utf8_lossy(&c[1]).as_ref())]);
+        offer(vec![dir.join(String::from_utf8_lossy(&c[1]).as_ref())]);
     }
-    let mut out: Vec<PathBuf> = groups
-        .into_iter()
-        .filter(|g| !g.iter().any(|p| known(p)))
-        .flatten()
-        .collect();
     out.sort();
     out.dedup();
     out.retain(|p| p.is_file());
