@@ -549,10 +549,10 @@ fn cfg_test_lines(file: &syn::File) -> Vec<(usize, usize)> {
                 let start = m.unsafety.map_or(m.mod_token.span, |u| u.span);
                 Some((first_line(&m.attrs, Some(&m.vis), start), end.end().line))
             }
-            syn::Item::Fn(f) => Some((
-                first_line(&f.attrs, Some(&f.vis), sig_start(&f.sig)),
-                f.block.brace_token.span.close().end().line,
-            )),
+            syn::Item::Fn(f) => {
+                let l = FnLines::of(&f.attrs, Some(&f.vis), &f.sig, &f.block);
+                Some((l.attrs, l.end))
+            }
             syn::Item::Impl(i) => {
                 let start = i
                     .defaultness
@@ -589,10 +589,8 @@ fn cfg_test_lines(file: &syn::File) -> Vec<(usize, usize)> {
                     for f in &i.items {
                         if let syn::ImplItem::Fn(f) = f {
                             if is_cfg_test(&f.attrs) {
-                                out.push((
-                                    first_line(&f.attrs, Some(&f.vis), sig_start(&f.sig)),
-                                    f.block.brace_token.span.close().end().line,
-                                ));
+                                let l = FnLines::of_method(f);
+                                out.push((l.attrs, l.end));
                             }
                         }
                     }
@@ -621,31 +619,14 @@ pub struct FnLines {
 /// body's closing brace): asking syn for a whole item's span prints the
 /// item back into tokens, once per item.
 fn fn_lines(file: &syn::File) -> Vec<FnLines> {
-    fn lines(
-        attrs: &[syn::Attribute],
-        vis: Option<&syn::Visibility>,
-        sig: &syn::Signature,
-        body: &syn::Block,
-    ) -> FnLines {
-        FnLines {
-            attrs: first_line(attrs, vis, sig_start(sig)),
-            sig: sig.fn_token.span.start().line,
-            end: body.brace_token.span.close().end().line,
-        }
-    }
     fn items(list: &[syn::Item], out: &mut Vec<FnLines>) {
         for item in list {
             match item {
-                syn::Item::Fn(f) => out.push(lines(&f.attrs, Some(&f.vis), &f.sig, &f.block)),
+                syn::Item::Fn(f) => out.push(FnLines::of(&f.attrs, Some(&f.vis), &f.sig, &f.block)),
                 syn::Item::Impl(i) => {
                     for it in &i.items {
                         if let syn::ImplItem::Fn(f) = it {
-                            let start = f.defaultness.map(|d| d.span);
-                            let mut l = lines(&f.attrs, Some(&f.vis), &f.sig, &f.block);
-                            if f.attrs.is_empty() && matches!(f.vis, syn::Visibility::Inherited) {
-                                l.attrs = start.map_or(l.attrs, |s| s.start().line);
-                            }
-                            out.push(l);
+                            out.push(FnLines::of_method(f));
                         }
                     }
                 }
@@ -653,7 +634,7 @@ fn fn_lines(file: &syn::File) -> Vec<FnLines> {
                     for it in &t.items {
                         if let syn::TraitItem::Fn(f) = it {
                             if let Some(body) = &f.default {
-                                out.push(lines(&f.attrs, None, &f.sig, body));
+                                out.push(FnLines::of(&f.attrs, None, &f.sig, body));
                             }
                         }
                     }
@@ -670,6 +651,33 @@ fn fn_lines(file: &syn::File) -> Vec<FnLines> {
     let mut out = Vec::new();
     items(&file.items, &mut out);
     out
+}
+
+impl FnLines {
+    /// A function's lines from its first and last tokens.
+    fn of(
+        attrs: &[syn::Attribute],
+        vis: Option<&syn::Visibility>,
+        sig: &syn::Signature,
+        body: &syn::Block,
+    ) -> FnLines {
+        FnLines {
+            attrs: first_line(attrs, vis, sig_start(sig)),
+            sig: sig.fn_token.span.start().line,
+            end: body.brace_token.span.close().end().line,
+        }
+    }
+
+    /// A method's, whose first token may be `default`.
+    fn of_method(f: &syn::ImplItemFn) -> FnLines {
+        let mut l = FnLines::of(&f.attrs, Some(&f.vis), &f.sig, &f.block);
+        if let Some(d) = f.defaultness {
+            if f.attrs.is_empty() && matches!(f.vis, syn::Visibility::Inherited) {
+                l.attrs = d.span.start().line;
+            }
+        }
+        l
+    }
 }
 
 /// The first token of a signature: `const`, `async`, `unsafe`, `extern`

@@ -65,9 +65,11 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             },
             _ => return,
         };
-        let mut e = init;
+        // Down to the local the place starts from, through at least one
+        // field (`lease.spec`, not `lease.clone()`).
+        let mut e = keys::strip(init);
         let mut through_field = false;
-        loop {
+        let root = loop {
             match e {
                 Expr::Field(f) => {
                     through_field = true;
@@ -78,17 +80,12 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 Expr::Reference(r) => e = &r.expr,
                 Expr::Unary(u) => e = &u.expr,
                 Expr::Try(t) => e = &t.expr,
-                _ => break,
+                Expr::Path(p) if through_field => match p.path.get_ident() {
+                    Some(i) => break i.to_string(),
+                    None => return,
+                },
+                _ => return,
             }
-        }
-        if !through_field {
-            return;
-        }
-        let Some(root) = place_root(keys::strip(init)).or_else(|| match e {
-            Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
-            _ => None,
-        }) else {
-            return;
         };
         if root == name || self.locals.get(&root).is_none() {
             return;
