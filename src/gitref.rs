@@ -351,7 +351,6 @@ pub fn fingerprints_at(
         .collect();
     // Every `.rs` blob the walk could audit, and those inside the paths
     // asked for.
-    let p_vendored_ok = p.include_vendored;
     let mut all = Vec::new();
     for entry in listing.split('\0').filter(|e| !e.is_empty()) {
         let Some((meta, path)) = entry.split_once('\t') else {
@@ -379,8 +378,9 @@ pub fn fingerprints_at(
         };
         // Nor are `vendor/` and `third_party/` directories (unless the run
         // includes them): code moved out of one is new too.
-        let vendored =
-            |p: &str| !p_vendored_ok && p.split('/').any(|c| walk::VENDORED_DIRS.contains(&c));
+        let vendored = |path: &str| {
+            !p.include_vendored && path.split('/').any(|c| walk::VENDORED_DIRS.contains(&c))
+        };
         if unwalked(rel) || unwalked(was) || (was != path && vendored(was)) {
             continue;
         }
