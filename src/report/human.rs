@@ -631,6 +631,22 @@ mod tests {
     use crate::finding::Finding;
     use crate::source::{Pos, Span};
 
+    /// Plain output of the given width, no colour, no summary.
+    fn plain(
+        sources: &std::collections::HashMap<String, String>,
+        width: usize,
+    ) -> super::super::Options<'_> {
+        super::super::Options {
+            color: false,
+            width,
+            sources,
+            quiet: true,
+            tty: false,
+            changed: None,
+            root: None,
+        }
+    }
+
     #[test]
     fn a_wide_source_line_is_cut_around_its_span() {
         let line = format!("{}TARGET{}", "a".repeat(150), "b".repeat(100));
@@ -649,15 +665,7 @@ mod tests {
         );
         f.path = "x.rs".into();
         let sources = std::collections::HashMap::new();
-        let opts = super::super::Options {
-            color: false,
-            width: 60,
-            sources: &sources,
-            quiet: true,
-            tty: false,
-            changed: None,
-            root: None,
-        };
+        let opts = plain(&sources, 60);
         let out = super::render_one(&f, &line, &opts);
         let rows: Vec<&str> = out.lines().collect();
         let src = rows.iter().find(|l| l.starts_with("1 | ")).unwrap();
@@ -699,15 +707,7 @@ mod tests {
         .label("the call");
         f.path = "x.rs".into();
         let sources = std::collections::HashMap::new();
-        let opts = super::super::Options {
-            color: false,
-            width: 80,
-            sources: &sources,
-            quiet: true,
-            tty: false,
-            changed: None,
-            root: None,
-        };
+        let opts = plain(&sources, 80);
         let out = super::render_one(&f, text, &opts);
         let rows: Vec<&str> = out.lines().collect();
         let first = rows.iter().position(|l| l.starts_with("2 | ")).unwrap();
