@@ -946,6 +946,11 @@ pub fn token_use(ctx: &CheckCtx, a: &Event, accessors: &[String]) -> TokenUse {
         }
     }
     if a.binding.is_empty() {
+        // Handed back whole by its function: the caller has the token,
+        // whether or not the crate calls that function.
+        if a.handed_by.is_some() && !a.relayed {
+            return TokenUse::Unknown;
+        }
         return TokenUse::Lost;
     }
     let f = &ctx.model.fns[a.func];
