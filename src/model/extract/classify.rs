@@ -170,6 +170,12 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 if !cands.is_empty() && !command && self.own_method(chain, i, name) {
                     continue;
                 }
+                // A setter of a builder the chain goes on to `.build()`
+                // (`DLock::builder().name(..).retry(d).build()`) configures
+                // the lock; it takes nothing.
+                if !cands.is_empty() && !command && builds_later(chain, i) {
+                    continue;
+                }
                 if !cands.is_empty() {
                     anchors.push((Anchor::Seg(i), cands, command));
                 }
@@ -486,4 +492,13 @@ struct ChainFacts {
     /// Every name the chain mentions, and those in its arguments.
     mentions: BTreeSet<String>,
     arg_mentions: BTreeSet<String>,
+}
+
+/// Whether the chain calls `.build()` after segment `i`, before anything
+/// runs (an `.await` or `?`): segment `i` then sets an option of a builder.
+fn builds_later(chain: &Chain, i: usize) -> bool {
+    chain.segs[i + 1..]
+        .iter()
+        .take_while(|s| !matches!(s.kind, SegKind::Await | SegKind::Try))
+        .any(|s| matches!(&s.kind, SegKind::Method { name, args, .. } if name == "build" && args.is_empty()))
 }
