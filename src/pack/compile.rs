@@ -381,7 +381,7 @@ fn compile_keys(c: &mut Collector, at: &[Seg], raw: &[RawKey]) -> Vec<KeySpec> {
                 &here,
                 msg,
                 Some(
-                    "write one of `arg: 0`, `method: arg` (with optional `nth`), `call: version`, `field: key`, `root-arg: 0`, `script-arg: 1`"
+                    "write one of `arg: 0`, `method: arg` (with optional `nth`), `call: version`, `field: key`, `root-arg: 0`, `script-arg: 1`, `param: 1`"
                         .into(),
                 ),
             ),
@@ -391,6 +391,22 @@ fn compile_keys(c: &mut Collector, at: &[Seg], raw: &[RawKey]) -> Vec<KeySpec> {
 }
 
 fn compile_key(k: &RawKey) -> Result<KeySpec, String> {
+    if let Some(n) = k.param {
+        let alone = k.arg.is_none()
+            && k.method.is_none()
+            && k.field.is_none()
+            && k.root_arg.is_none()
+            && k.nth.is_none()
+            && k.call.is_none()
+            && k.script_arg.is_none();
+        return match (alone, n) {
+            (false, _) => Err(
+                "`param` stands alone: it names the value of a SQL statement's placeholder".into(),
+            ),
+            (true, 0) => Err("`param` counts from 1, as SQL's `$1` does".into()),
+            (true, n) => Ok(KeySpec::Param(n)),
+        };
+    }
     if let Some(n) = k.script_arg {
         let alone = k.arg.is_none()
             && k.method.is_none()
@@ -424,7 +440,7 @@ fn compile_key(k: &RawKey) -> Result<KeySpec, String> {
         (None, None, Some(f), None) if k.nth.is_none() => Ok(KeySpec::Field(f.clone())),
         (None, None, None, Some(a)) if k.nth.is_none() => Ok(KeySpec::RootArg(a)),
         _ => Err(
-            "a key names exactly one of `arg`, `method`, `call`, `field`, `root-arg` or `script-arg` (`nth` goes with `method`; `arg`, for the argument index, with `method` or `call`)"
+            "a key names exactly one of `arg`, `method`, `call`, `field`, `root-arg`, `script-arg` or `param` (`nth` goes with `method`; `arg`, for the argument index, with `method` or `call`)"
                 .into(),
         ),
     }

@@ -122,6 +122,8 @@ pub enum KeySpec {
     },
     /// The value a Lua script reads as `ARGV[n]` (1-based).
     ScriptArg(usize),
+    /// The value a SQL statement's nth placeholder is given (1-based).
+    Param(usize),
 }
 
 #[derive(Debug, Clone)]

@@ -321,6 +321,13 @@ pub struct RawKey {
     /// count read from the command's literal `numkeys`).
     #[serde(default)]
     pub script_arg: Option<usize>,
+    /// The value a SQL statement's nth placeholder (1-based: `$1`, the
+    /// first `?`) is given: the nth `.bind(..)`, or the nth element of the
+    /// parameter list beside the statement (`&[&name, &me]`,
+    /// `vec![Value::from(name), ..]`, also in a call inside the arguments
+    /// such as `Statement::from_sql_and_values(backend, sql, values)`).
+    #[serde(default)]
+    pub param: Option<usize>,
     /// A call inside the arguments, also in a local an argument passes on:
     /// the key is its argument `arg` (0 unless given). `{ call: version }`
     /// reads the key of a transaction from its `Compare::version(key, ..)`.

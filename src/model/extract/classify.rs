@@ -22,7 +22,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
     /// An owner value as the event keeps it, with its value when that is a
     /// constant: written as a literal, or named through a local or a
     /// `const`/`static` bound to one (a few steps at most).
-    pub(super) fn owner_value(&self, e: &'ast Expr) -> Owner {
+    pub(super) fn owner_value(&self, e: &Expr) -> Owner {
         let span = self.cx.src.span_of(e.span());
         Owner {
             norm: keys::normalise(e),
@@ -32,7 +32,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         }
     }
 
-    fn constant_of(&self, e: &'ast Expr, depth: usize) -> Option<String> {
+    fn constant_of(&self, e: &Expr, depth: usize) -> Option<String> {
         if let Some(c) = keys::constant(e) {
             return Some(c);
         }

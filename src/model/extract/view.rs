@@ -4,6 +4,7 @@
 //! costly (words, texts, the receiver's text) is gathered only when a
 //! candidate asks for it.
 
+use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::collections::BTreeSet;
 
@@ -371,13 +372,18 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
     }
 
     pub fn key(&self, api: &Api) -> Option<Key> {
-        let w = self.w;
         let Some(e) = self.locate(&api.key, &api.matcher.text) else {
             return self.statement_key(api);
         };
+        Some(self.key_at(&e))
+    }
+
+    /// The key `e` is, with the literal it holds.
+    fn key_at(&self, e: &Expr) -> Key {
+        let w = self.w;
         let span = w.cx.src.span_of(e.span());
         let norm = keys::normalise(e);
-        Some(Key {
+        Key {
             text: w.cx.src.snippet(&span).to_string(),
             span,
             literal: keys::literal(e).or_else(|| {
@@ -388,27 +394,33 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
                     .and_then(keys::literal)
             }),
             norm,
-        })
+        }
     }
 
     /// The key a statement spells itself, when no argument of the call
     /// gives it: the arguments of the SQL function the pack's pattern
     /// matched (`pg_try_advisory_lock(1)`,
     /// `pg_try_advisory_xact_lock(hashtext('jobs'))`, `GET_LOCK('jobs', 0)`,
-    /// a named format argument `{lock_id}`). A placeholder (`$1`, `?`, a
-    /// positional `{}`) is bound elsewhere, and names nothing here.
+    /// a named format argument `{lock_id}`). A placeholder (`$1`, `?`) is
+    /// the value the call gives it (a parameter list beside the statement,
+    /// see [`View::param`]); a positional `{}` names nothing here.
     fn statement_key(&self, api: &Api) -> Option<Key> {
         if api.matcher.text.is_empty() {
             return None;
         }
         let strings = &self.w.cx.strings;
         let texts = strings.list(self.texts);
-        let args = texts.iter().find_map(|t| {
-            api.matcher
-                .text
-                .iter()
-                .find_map(|p| p.find(t).and_then(|m| statement_args(t, m.end())))
+        let (args, nth) = texts.iter().find_map(|t| {
+            api.matcher.text.iter().find_map(|p| {
+                let m = p.find(t)?;
+                let args = statement_args(t, m.end())?;
+                let nth = placeholder_number(&t[..m.end()], &args);
+                Some((args, nth))
+            })
         })?;
+        if let Some(e) = nth.and_then(|n| self.param(n)) {
+            return Some(self.key_at(&e));
+        }
         let text = named_key(&args)?;
         let literal = sql_literal(&text);
         Some(Key {
@@ -427,7 +439,7 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
     /// one (see the pack's `owner`).
     pub fn owner(&self, api: &Api) -> Option<Owner> {
         self.locate(&api.owner, &api.matcher.text)
-            .map(|e| self.w.owner_value(e))
+            .map(|e| self.w.owner_value(&e))
     }
 
     /// The arguments of the chain's `arg` calls, without the command word.
@@ -441,6 +453,54 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
             .filter(|a| {
                 !(self.root_is_command.is_some() && is_command_word(a, &self.root_is_command))
             })
+    }
+
+    /// The value a SQL statement's `n`th placeholder is given: the `n`th
+    /// `.bind(..)` of the chain, else the `n`th element of the first
+    /// parameter list (an array or `vec!`) among the chain's arguments
+    /// and the arguments of calls made in them
+    /// (`Statement::from_sql_and_values(backend, sql, vec![..])`).
+    fn param(&self, n: usize) -> Option<Cow<'ast, Expr>> {
+        let binds = self.segs().iter().filter_map(|s| match &s.kind {
+            SegKind::Method { name, args, .. } if name == "bind" => args.first().copied(),
+            _ => None,
+        });
+        if let Some(e) = binds.clone().nth(n - 1) {
+            return Some(Cow::Borrowed(e));
+        }
+        if binds.count() > 0 {
+            return None;
+        }
+        // `query!("… $1 …", job)`: the values follow the statement.
+        if let Root::Macro { args, .. } = &self.chain.root {
+            let at = args.iter().position(|a| str_lit(a).is_some())?;
+            return args.get(at + n).map(|e| Cow::Borrowed(*e));
+        }
+        let mut lists: Vec<&'ast Expr> = self.root_args.to_vec();
+        for s in self.segs() {
+            if let SegKind::Method { args, .. } = &s.kind {
+                lists.extend(args.iter().copied());
+            }
+        }
+        let inner: Vec<&'ast Expr> = lists
+            .iter()
+            .filter_map(|e| match keys::strip(e) {
+                Expr::Call(c) => Some(c.args.iter()),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        lists.extend(inner);
+        lists.into_iter().find_map(|e| {
+            let found = match keys::strip(e) {
+                Expr::Array(a) => a.elems.iter().nth(n - 1).cloned(),
+                Expr::Macro(m) if m.mac.path.is_ident("vec") => {
+                    super::syntax::vec_elements(&m.mac).into_iter().nth(n - 1)
+                }
+                _ => return None,
+            };
+            Some(Cow::Owned(unconverted(found?)))
+        })
     }
 
     /// What a Lua script run by this call reads as `ARGV[n]`.
@@ -467,9 +527,20 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
     /// The first of `specs` that finds an argument, passing over the
     /// statement a text shape matched (`format!("INSERT …")` given where a
     /// driver's call takes its SQL is not the key).
-    fn locate(&self, specs: &[KeySpec], statement: &[crate::pack::Pattern]) -> Option<&'ast Expr> {
+    fn locate(
+        &self,
+        specs: &[KeySpec],
+        statement: &[crate::pack::Pattern],
+    ) -> Option<Cow<'ast, Expr>> {
         for spec in specs {
+            if let KeySpec::Param(n) = spec {
+                match self.param(*n) {
+                    Some(e) => return Some(e),
+                    None => continue,
+                }
+            }
             let e = match spec {
+                KeySpec::Param(_) => None,
                 KeySpec::Arg(i) => self.args.get(*i).copied(),
                 KeySpec::Method { name, nth, arg } => self
                     .segs()
@@ -500,7 +571,7 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
                     && keys::literal(e).is_some_and(|t| statement.iter().any(|p| p.is_match(&t)))
             };
             if let Some(e) = e.filter(|e| !is_statement(e)) {
-                return Some(e);
+                return Some(Cow::Borrowed(e));
             }
         }
         None
@@ -657,6 +728,23 @@ fn statement_args(text: &str, at: usize) -> Option<String> {
     None
 }
 
+/// The placeholder a statement's function takes its key from, as the
+/// parameter number it stands for: `$2` is 2, a `?` is one more than the
+/// `?`s written before it (`before` is the statement up to the call).
+fn placeholder_number(before: &str, args: &str) -> Option<usize> {
+    // The first placeholder of the arguments: `$1` in `hashtext($1)`.
+    let at = args.find(['?', '$'])?;
+    if args[at..].starts_with('?') {
+        return Some(before.matches('?').count() + args[..at].matches('?').count() + 1);
+    }
+    let digits: String = args[at + 1..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    let n: usize = digits.parse().ok()?;
+    (n > 0).then_some(n)
+}
+
 /// What of a statement's argument list names its lock: the list itself
 /// when it holds a literal or an expression of literals, the name in a
 /// named format argument (`{lock_id}` → `lock_id`); nothing when it is
@@ -727,9 +815,48 @@ fn sql_literal(text: &str) -> Option<String> {
     (!inner.contains('\'')).then(|| inner.to_string())
 }
 
+/// `Value::from(x)`, `From::from(x)`, `Into::into(x)`, `x.into()` and
+/// `&x` name the value `x`.
+fn unconverted(e: Expr) -> Expr {
+    match keys::strip(&e) {
+        Expr::Call(c)
+            if c.args.len() == 1
+                && matches!(&*c.func, Expr::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "from" || s.ident == "into")) =>
+        {
+            unconverted(c.args[0].clone())
+        }
+        Expr::MethodCall(m) if m.args.is_empty() && m.method == "into" => {
+            unconverted((*m.receiver).clone())
+        }
+        // `&job`, `(job)`: the value itself.
+        stripped => stripped.clone(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{named_key, sql_literal, statement_args};
+    use super::{named_key, placeholder_number, sql_literal, statement_args};
+
+    #[test]
+    fn a_placeholder_is_the_parameter_it_numbers() {
+        let number = |sql: &str, call: &str| {
+            let at = sql.find(call).expect("call in sql") + call.len();
+            placeholder_number(&sql[..at], &statement_args(sql, at)?)
+        };
+        let cases = [
+            ("SELECT pg_try_advisory_lock($1)", Some(1)),
+            ("SELECT pg_try_advisory_lock($12)", Some(12)),
+            ("SELECT pg_try_advisory_lock(hashtext($2))", Some(2)),
+            ("SELECT ?, pg_try_advisory_lock(?)", Some(2)),
+            ("SELECT pg_try_advisory_lock(hashtext(?), ?)", Some(1)),
+            ("SELECT pg_try_advisory_lock(7)", None),
+            ("SELECT pg_try_advisory_lock($0)", None),
+            ("SELECT pg_try_advisory_lock($x)", None),
+        ];
+        for (sql, want) in cases {
+            assert_eq!(number(sql, "pg_try_advisory_lock("), want, "{sql}");
+        }
+    }
 
     fn key_of(sql: &str, call: &str) -> Option<String> {
         let at = sql.find(call).expect("call in sql") + call.len();
