@@ -41,6 +41,10 @@ fn owner_read<'a>(ctx: &CheckCtx<'a>, e: &Event) -> Option<&'a Event> {
 /// node): no other holder can have it, so the delete is owner-specific.
 fn owned_key(ctx: &CheckCtx, e: &Event) -> bool {
     let Some(key) = &e.key else { return false };
+    // A key built from the holder's own lease id is this holder's alone.
+    if key.holder_lease {
+        return true;
+    }
     ctx.model.fn_events(e.func).any(|a| {
         a.span.start.offset < e.span.start.offset
             && ctx.api(a).returns_owned_key

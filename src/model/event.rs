@@ -64,6 +64,10 @@ pub struct Key {
     pub span: Span,
     /// A string literal's value, or the literal part of a `format!`.
     pub literal: Option<String>,
+    /// Built from the holder's own lease id (`format!("/lock/{name}/{:x}",
+    /// lease.id())`, as etcd's own lock keys are): no other holder's key
+    /// is the same, so deleting it deletes only this holder's lock.
+    pub holder_lease: bool,
 }
 
 /// The owner value of an event: what an acquisition stores to say who

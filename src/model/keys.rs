@@ -37,6 +37,17 @@ pub fn strip(mut e: &Expr) -> &Expr {
 }
 
 /// Token text without whitespace.
+/// Whether a key built by `e` (a `format!`, a call, a concatenation; not a
+/// plain literal) embeds a lease id: `lease.id()`, `lease_id`,
+/// `self.lease_id`, or `{lease_id}` captured by the format string.
+pub fn embeds_lease_id(e: &Expr) -> bool {
+    static LEASE_ID: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?i)(^|[^A-Za-z0-9_])(lease_?id\b|lease\.id\(\))").expect("valid regex")
+    });
+    let e = strip(e);
+    !matches!(e, Expr::Lit(_) | Expr::Path(_)) && LEASE_ID.is_match(&compact(e))
+}
+
 pub fn compact(tokens: &impl ToTokens) -> String {
     let mut s = tokens.to_token_stream().to_string();
     s.retain(|c| !c.is_whitespace());

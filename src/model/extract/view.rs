@@ -383,16 +383,13 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
         let w = self.w;
         let span = w.cx.src.span_of(e.span());
         let norm = keys::normalise(e);
+        // A key variable: what it was bound to (a literal, a `format!`).
+        let init = w.locals.get(&norm).and_then(|b| b.init);
         Key {
             text: w.cx.src.snippet(&span).to_string(),
             span,
-            literal: keys::literal(e).or_else(|| {
-                // A key variable bound to a literal or format!.
-                w.locals
-                    .get(&norm)
-                    .and_then(|b| b.init)
-                    .and_then(keys::literal)
-            }),
+            literal: keys::literal(e).or_else(|| init.and_then(keys::literal)),
+            holder_lease: keys::embeds_lease_id(e) || init.is_some_and(keys::embeds_lease_id),
             norm,
         }
     }
@@ -432,6 +429,7 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
                 .src
                 .span_of(syn::spanned::Spanned::span(self.chain.root_expr)),
             literal,
+            holder_lease: false,
         })
     }
 

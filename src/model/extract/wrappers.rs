@@ -230,15 +230,13 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             if let Some(a) = arg_of(i).and_then(|i| args.get(i)) {
                 let kspan = src.span_of(a.span());
                 let norm = keys::normalise(a);
+                let init = self.locals.get(&norm).and_then(|b| b.init);
                 ev.key = Some(Key {
                     text: src.snippet(&kspan).to_string(),
                     span: kspan,
-                    literal: keys::literal(a).or_else(|| {
-                        self.locals
-                            .get(&norm)
-                            .and_then(|b| b.init)
-                            .and_then(keys::literal)
-                    }),
+                    literal: keys::literal(a).or_else(|| init.and_then(keys::literal)),
+                    holder_lease: keys::embeds_lease_id(a)
+                        || init.is_some_and(keys::embeds_lease_id),
                     norm,
                 });
             }
@@ -249,6 +247,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 text: format!("{}.{field}", src.snippet(&src.span_of(r.span()))),
                 span: src.span_of(r.span()),
                 literal: None,
+                holder_lease: false,
                 norm: format!("{base}.{field}"),
             });
         } else if let Some(k) = ev.key.as_mut().filter(|_| w.imported) {
