@@ -221,6 +221,83 @@ fn scan(text: &str) -> Scan<'_> {
     out
 }
 
+/// What [`given_to`] asks of a file's [`Scan`], kept or not.
+trait Found {
+    fn words(&self) -> Vec<&str>;
+    fn has_word(&self, w: &str) -> bool;
+    fn calls(&self) -> Vec<(&str, bool)>;
+    fn qualified(&self, q: &str, name: &str) -> bool;
+    fn renamed(&self, name: &str) -> Option<&str>;
+}
+
+impl Found for Scan<'_> {
+    fn words(&self) -> Vec<&str> {
+        self.words.iter().copied().collect()
+    }
+    fn has_word(&self, w: &str) -> bool {
+        self.words.contains(w)
+    }
+    fn calls(&self) -> Vec<(&str, bool)> {
+        self.calls.iter().copied().collect()
+    }
+    fn qualified(&self, q: &str, name: &str) -> bool {
+        self.qualified.contains(&(q, name))
+    }
+    fn renamed(&self, name: &str) -> Option<&str> {
+        self.renames.get(name).copied()
+    }
+}
+
+/// A [`Scan`] that owns its names: an editor session keeps one per file
+/// while the file is unchanged, so an edit elsewhere neither reads nor
+/// scans it again.
+struct KeptScan {
+    words: HashSet<Box<str>>,
+    calls: Vec<(Box<str>, bool)>,
+    qualified: HashMap<Box<str>, HashSet<Box<str>>>,
+    renames: HashMap<Box<str>, Box<str>>,
+}
+
+impl KeptScan {
+    fn of(s: &Scan) -> KeptScan {
+        let mut qualified: HashMap<Box<str>, HashSet<Box<str>>> = HashMap::new();
+        for (q, n) in &s.qualified {
+            qualified
+                .entry((*q).into())
+                .or_default()
+                .insert((*n).into());
+        }
+        KeptScan {
+            words: s.words.iter().map(|w| (*w).into()).collect(),
+            calls: s.calls.iter().map(|(c, d)| ((*c).into(), *d)).collect(),
+            qualified,
+            renames: s
+                .renames
+                .iter()
+                .map(|(a, b)| ((*a).into(), (*b).into()))
+                .collect(),
+        }
+    }
+}
+
+impl Found for KeptScan {
+    fn words(&self) -> Vec<&str> {
+        self.words.iter().map(|w| &**w).collect()
+    }
+    fn has_word(&self, w: &str) -> bool {
+        self.words.contains(w)
+    }
+    fn calls(&self) -> Vec<(&str, bool)> {
+        self.calls.iter().map(|(c, d)| (&**c, *d)).collect()
+    }
+    fn qualified(&self, q: &str, name: &str) -> bool {
+        self.qualified.get(q).is_some_and(|n| n.contains(name))
+    }
+    fn renamed(&self, name: &str) -> Option<&str> {
+        self.renames.get(name).map(|n| &**n)
+    }
+}
+
 /// Words a file must spell (one of them) before its text is scanned.
 struct Needles(Vec<u32>);
 
@@ -395,19 +472,19 @@ const MAX_FIELD_OWNERS: usize = 256;
 const MAX_GIVEN_TEXT: usize = 256 * 1024;
 
 /// What file `i` reaches of its crate's offers, by what its text says.
-fn given_to(i: usize, found: &Scan, offers: &Offers) -> Given {
+fn given_to(i: usize, found: &impl Found, offers: &Offers) -> Given {
     let by_path = |m: &Option<String>, name: &str| {
-        m.as_deref().is_some_and(|m| {
-            found.qualified.contains(&(m, name)) || found.qualified.contains(&(m, "*"))
-        })
+        m.as_deref()
+            .is_some_and(|m| found.qualified(m, name) || found.qualified(m, "*"))
     };
+    let words = found.words();
     let mut aliases = HashMap::new();
     let mut wrappers = HashMap::new();
     // Another file's type aliases the file names (`election: ElectionRef`
     // with `type ElectionRef = Arc<dyn Election>` elsewhere): the types and
     // traits they name count as named here.
     let mut types = HashMap::new();
-    for w in &found.words {
+    for w in &words {
         if let Some((def, t)) = offers.types.get(*w) {
             if *def != i {
                 types.insert(w.to_string(), t.clone());
@@ -421,9 +498,9 @@ fn given_to(i: usize, found: &Scan, offers: &Offers) -> Given {
         .collect();
     let named = |t: &Option<String>| {
         t.as_deref()
-            .is_some_and(|t| found.words.contains(t) || through_alias.contains(t))
+            .is_some_and(|t| found.has_word(t) || through_alias.contains(t))
     };
-    for &(called, dotted) in &found.calls {
+    for (called, dotted) in found.calls() {
         if dotted {
             // A method is followed only on a receiver of its type (or of
             // a trait it implements), so the file must name that type or
@@ -447,7 +524,7 @@ fn given_to(i: usize, found: &Scan, offers: &Offers) -> Given {
         }
         // A function is reached through its module's path
         // (`locks::acquire_lock`, a `use` of it), maybe under another name.
-        let name = found.renames.get(called).copied().unwrap_or(called);
+        let name = found.renamed(called).unwrap_or(called);
         let Some((def, w)) = offers.wrappers.get(name) else {
             continue;
         };
@@ -463,7 +540,7 @@ fn given_to(i: usize, found: &Scan, offers: &Offers) -> Given {
     // the crate offers), and at most MAX_GIVEN_TEXT bytes of them.
     let mut texts = HashMap::new();
     let mut size = 0;
-    let mut names: Vec<&str> = found.words.iter().copied().collect();
+    let mut names = words;
     names.sort_unstable();
     // A struct field's text (`LockSql.try_lock`) is reached by a file
     // that names both the type and the field.
@@ -472,7 +549,7 @@ fn given_to(i: usize, found: &Scan, offers: &Offers) -> Given {
         .filter_map(|w| offers.fields.get(*w))
         .flatten()
         .map(String::as_str)
-        .filter(|n| field_text_parts(n).is_some_and(|(ty, _)| found.words.contains(ty)))
+        .filter(|n| field_text_parts(n).is_some_and(|(ty, _)| found.has_word(ty)))
         .collect();
     fields.sort_unstable();
     for name in names.into_iter().chain(fields) {
@@ -531,7 +608,17 @@ pub struct FirstAudits {
     /// [`given_key`]): while a file and what its crate gives it stay the
     /// same, an edit elsewhere does not audit it again.
     again: std::sync::Mutex<HashMap<(PathBuf, Pass), KeptAudit>>,
+    /// What each of those files names (its scan), under the stamp the file
+    /// had before it was read.
+    scans: std::sync::Mutex<HashMap<PathBuf, KeptScanOf>>,
 }
+
+/// A file audited again as a caller: its index, what it was given, the
+/// outcome, and its bytes when they were read for it.
+type Redone = (usize, Given, FileOutcome, Option<Arc<[u8]>>);
+
+/// A scan kept: the stamp its file had before it was read, the scan.
+type KeptScanOf = (Stamp, Arc<KeptScan>);
 
 /// A later audit kept: the hash of what the file was given, the file's
 /// stamp before it was read, the outcome.
@@ -566,33 +653,47 @@ impl FirstAudits {
     }
 
     /// The later audit of `file` kept for what it is given (the hash
-    /// `given`) while the file is unchanged on disk; else `audit`'s, kept
-    /// under the stamp the file had `before` it was read.
-    fn again_or(
+    /// `given`), while the file is unchanged on disk.
+    fn kept_again(&self, file: &Audited, pass: Pass, given: u64) -> Option<FileOutcome> {
+        let now = stamp(&file.path)?;
+        let kept = self.again.lock().ok()?;
+        let (was_given, was, out) = kept.get(&(file.path.clone(), pass))?;
+        (*was_given == given && *was == now).then(|| out.clone())
+    }
+
+    /// Keeps `out`, the later audit of `file` for what it was given, under
+    /// the stamp the file had `before` it was read.
+    fn keep_again(
         &self,
         file: &Audited,
         pass: Pass,
         given: u64,
         before: Option<Stamp>,
-        audit: impl FnOnce() -> FileOutcome,
-    ) -> FileOutcome {
-        let key = (file.path.clone(), pass);
-        let now = stamp(&file.path);
-        if let (Some(now), Ok(kept)) = (now, self.again.lock()) {
-            if let Some((was_given, was, out)) = kept.get(&key) {
-                if *was_given == given && *was == now {
-                    return out.clone();
-                }
-            }
-        }
-        let out = audit();
+        out: &FileOutcome,
+    ) {
         if let (Some(at), Ok(mut kept)) = (before, self.again.lock()) {
             if kept.len() >= MAX_KEPT {
                 kept.clear();
             }
-            kept.insert(key, (given, at, out.clone()));
+            kept.insert((file.path.clone(), pass), (given, at, out.clone()));
         }
-        out
+    }
+
+    /// The scan of `path` kept while its stamp is still `now`.
+    fn scan(&self, path: &Path, now: Stamp) -> Option<Arc<KeptScan>> {
+        let kept = self.scans.lock().ok()?;
+        let (was, s) = kept.get(path)?;
+        (*was == now).then(|| s.clone())
+    }
+
+    fn put_scan(&self, path: &Path, before: Stamp, s: Arc<KeptScan>) {
+        let Ok(mut kept) = self.scans.lock() else {
+            return;
+        };
+        if kept.len() >= MAX_KEPT {
+            kept.clear();
+        }
+        kept.insert(path.to_path_buf(), (before, s));
     }
 
     fn put(&self, stamp: Stamp, a: &Audited) {
@@ -925,7 +1026,7 @@ fn follow_wrappers(
         // it reaches (and nothing else: what a file is given is bounded by
         // what it says).
         let none = HashSet::new();
-        let redone: Vec<(usize, Given, FileOutcome, Arc<[u8]>)> = pool.install(|| {
+        let redone: Vec<Redone> = pool.install(|| {
             (0..files.len())
                 .into_par_iter()
                 .filter_map(|i| {
@@ -951,12 +1052,27 @@ fn follow_wrappers(
                     if !names.in_words(&words) || !reach.in_words(&words) {
                         return None;
                     }
-                    let bytes = match bytes {
-                        Some(b) => b,
-                        None => f.text(sources)?,
+                    // An editor session's file unchanged since its scan
+                    // was kept is neither read nor scanned again.
+                    let kept = cache.zip(before).and_then(|(c, at)| c.scan(&f.path, at));
+                    let given = match kept {
+                        Some(k) => given_to(i, &*k, offers),
+                        None => {
+                            let b = match bytes.take() {
+                                Some(b) => b,
+                                None => f.text(sources)?,
+                            };
+                            let text = String::from_utf8_lossy(&b);
+                            let found = scan(&text);
+                            if let Some((c, at)) = cache.zip(before) {
+                                c.put_scan(&f.path, at, Arc::new(KeptScan::of(&found)));
+                            }
+                            let given = given_to(i, &found, offers);
+                            drop(text);
+                            bytes = Some(b);
+                            given
+                        }
                     };
-                    let text = String::from_utf8_lossy(&bytes);
-                    let given = given_to(i, &scan(&text), offers);
                     let same = match imported.get(&i) {
                         Some(before) => given.same_names(before),
                         None => given.is_empty(),
@@ -971,20 +1087,22 @@ fn follow_wrappers(
                         types: Some(&given.types),
                         reached_from: None,
                     };
-                    let audit = || {
-                        engine(f.scope).check_bytes_with(&f.shown, &bytes, inventory, Some(&cross))
+                    let kept = cache
+                        .filter(|_| i >= walked)
+                        .map(|c| (c, given_key(f, &given, &none, None)));
+                    if let Some(out) = kept.and_then(|(c, k)| c.kept_again(f, Pass::Caller, k)) {
+                        return Some((i, given, out, bytes));
+                    }
+                    let b = match bytes {
+                        Some(b) => b,
+                        None => f.text(sources)?,
                     };
-                    let out = match cache.filter(|_| i >= walked) {
-                        Some(c) => c.again_or(
-                            f,
-                            Pass::Caller,
-                            given_key(f, &given, &none, None),
-                            before,
-                            audit,
-                        ),
-                        None => audit(),
-                    };
-                    Some((i, given, out, bytes))
+                    let out =
+                        engine(f.scope).check_bytes_with(&f.shown, &b, inventory, Some(&cross));
+                    if let Some((c, k)) = kept {
+                        c.keep_again(f, Pass::Caller, k, before, &out);
+                    }
+                    Some((i, given, out, Some(b)))
                 })
                 .collect()
         });
@@ -998,7 +1116,9 @@ fn follow_wrappers(
         for (i, given, out, bytes) in redone {
             files[i].outcome = out;
             // Audited again: kept for the passes that follow.
-            files[i].bytes = Some(bytes);
+            if bytes.is_some() {
+                files[i].bytes = bytes;
+            }
             imported.insert(i, given);
         }
     }
@@ -1049,7 +1169,6 @@ fn follow_wrappers(
             .filter_map(|(i, names)| {
                 let f = &files[*i];
                 let before = cache.filter(|_| *i >= walked).and_then(|_| stamp(&f.path));
-                let bytes = f.text(sources)?;
                 let empty = Given::default();
                 let given = imported.get(i).unwrap_or(&empty);
                 let reached = reaching.get(f.shown.as_str()).unwrap_or(&no_sites);
@@ -1060,18 +1179,18 @@ fn follow_wrappers(
                     types: Some(&given.types),
                     reached_from: Some(reached),
                 };
-                let audit =
-                    || engine(f.scope).check_bytes_with(&f.shown, &bytes, inventory, Some(&cross));
-                let out = match cache.filter(|_| *i >= walked) {
-                    Some(c) => c.again_or(
-                        f,
-                        Pass::Definer,
-                        given_key(f, given, names, Some(reached)),
-                        before,
-                        audit,
-                    ),
-                    None => audit(),
-                };
+                let kept = cache
+                    .filter(|_| *i >= walked)
+                    .map(|c| (c, given_key(f, given, names, Some(reached))));
+                if let Some(out) = kept.and_then(|(c, k)| c.kept_again(f, Pass::Definer, k)) {
+                    return Some((*i, out));
+                }
+                let bytes = f.text(sources)?;
+                let out =
+                    engine(f.scope).check_bytes_with(&f.shown, &bytes, inventory, Some(&cross));
+                if let Some((c, k)) = kept {
+                    c.keep_again(f, Pass::Definer, k, before, &out);
+                }
                 Some((*i, out))
             })
             .collect()
@@ -1307,6 +1426,55 @@ mod tests {
             vec![&dir.join("src/util3.rs")],
             "{reads:?}"
         );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// An editor session keeps what each unchanged crate file names: a
+    /// file on disk that calls a wrapper is read (and scanned) once, not
+    /// on every edit of another file.
+    #[test]
+    fn an_unchanged_caller_is_not_read_again_in_a_session() {
+        use crate::config::Settings;
+        use crate::engine::Engine;
+        use crate::pack::PackSet;
+        use std::collections::HashMap;
+        use std::path::{Path, PathBuf};
+        use std::sync::Mutex;
+
+        let dir = std::env::temp_dir().join(format!("lockaudit-kept-scan-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::write(dir.join("Cargo.toml"), "[package]\nname = \"app\"\n").unwrap();
+        let locks = "pub async fn acquire_lock(con: &mut redis::aio::MultiplexedConnection, key: &str) -> bool {\n    redis::cmd(\"SET\").arg(key).arg(\"me\").arg(\"NX\").arg(\"PX\").arg(30_000)\n        .query_async::<Option<String>>(con).await.map(|r| r.is_some()).unwrap_or(false)\n}\n";
+        std::fs::write(dir.join("src/locks.rs"), locks).unwrap();
+        let sweep = "use crate::locks::acquire_lock;\npub async fn sweep(con: &mut redis::aio::MultiplexedConnection) {\n    acquire_lock(con, \"sweep\").await;\n}\n";
+        std::fs::write(dir.join("src/sweep.rs"), sweep).unwrap();
+        let listing: Vec<(String, PathBuf)> = ["src/locks.rs", "src/sweep.rs"]
+            .iter()
+            .map(|s| (s.to_string(), dir.join(s)))
+            .collect();
+        let packs = PackSet::builtin();
+        let settings = Settings::default();
+        let engine = Engine::new(&packs, &settings);
+        let kept = super::FirstAudits::default();
+        let run = |edited: &str| -> HashMap<PathBuf, usize> {
+            let reads: Mutex<HashMap<PathBuf, usize>> = Mutex::default();
+            let count = |p: &Path| *reads.lock().unwrap().entry(p.to_path_buf()).or_default() += 1;
+            super::tests::session_run(&dir, edited, &listing, engine, &kept, &count);
+            reads.into_inner().unwrap()
+        };
+        let edit = |n: usize| format!("pub fn work() {{ let n = {n}; }}\n");
+        let reads = run(&edit(0));
+        assert!(reads.contains_key(&dir.join("src/sweep.rs")), "{reads:?}");
+        for n in 1..3 {
+            let reads = run(&edit(n));
+            assert!(reads.is_empty(), "edit {n}: {reads:?}");
+        }
+        // Changed on disk: its first audit and its audit as a caller read
+        // it again.
+        std::fs::write(dir.join("src/sweep.rs"), format!("{sweep}// changed\n")).unwrap();
+        let reads = run(&edit(3));
+        assert_eq!(reads.get(&dir.join("src/sweep.rs")), Some(&2), "{reads:?}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 
