@@ -166,11 +166,11 @@ pub struct CheckArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Selector {
     All,
-    Check(crate::checks::CheckId),
+    Check(crate::vocab::CheckId),
 }
 
 impl Selector {
-    pub fn covers(self, id: crate::checks::CheckId) -> bool {
+    pub fn covers(self, id: crate::vocab::CheckId) -> bool {
         match self {
             Selector::All => true,
             Selector::Check(c) => c == id,
@@ -184,7 +184,7 @@ fn parse_selector(s: &str) -> Result<Selector, String> {
     if s.eq_ignore_ascii_case("all") {
         return Ok(Selector::All);
     }
-    match crate::checks::CheckId::parse(s) {
+    match crate::vocab::CheckId::parse(s) {
         Some(id) => Ok(Selector::Check(id)),
         None => {
             let ids = crate::checks::CHECKS.iter().map(|c| c.id.as_str());
@@ -220,14 +220,14 @@ impl Selection {
     pub fn apply(
         &self,
         checks: &mut std::collections::BTreeMap<
-            crate::checks::CheckId,
+            crate::vocab::CheckId,
             Option<crate::finding::Severity>,
         >,
     ) {
         if self.is_empty() {
             return;
         }
-        for id in crate::checks::CheckId::ALL {
+        for id in crate::vocab::CheckId::ALL {
             let named = |list: &[Selector]| list.iter().any(|s| s.covers(id));
             let configured = checks
                 .get(&id)

@@ -1,46 +1,8 @@
 //! What a check reports. Findings are plain owned data (`Send`), built on the
 //! worker thread that parsed the file and handed to the reporters.
 
-use serde::{Deserialize, Serialize};
-
-use crate::checks::CheckId;
 use crate::source::Span;
-
-/// How serious a finding is. Ordered: `Note < Warning < Error`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Note,
-    Warning,
-    Error,
-}
-
-impl Severity {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Note => "note",
-            Severity::Warning => "warning",
-            Severity::Error => "error",
-        }
-    }
-}
-
-/// Why a lock is taken (SPEC "Purpose annotation").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Purpose {
-    Efficiency,
-    Correctness,
-}
-
-impl Purpose {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Purpose::Efficiency => "efficiency",
-            Purpose::Correctness => "correctness",
-        }
-    }
-}
+pub use crate::vocab::{CheckId, Purpose, Severity};
 
 /// A secondary place that explains a finding.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -31,6 +31,7 @@ pub mod report;
 pub mod scope;
 pub mod source;
 pub mod suggest;
+pub mod vocab;
 pub mod walk;
 pub mod words;
 pub mod write;

@@ -11,8 +11,8 @@
 //! A finding no marker expects and a marker no finding meets are both a
 //! mismatch.
 
-use crate::checks::CheckId;
 use crate::finding::Finding;
+use crate::vocab::CheckId;
 
 /// One `//~` marker: a finding expected at `line` (1-based).
 #[derive(Debug, Clone, PartialEq, Eq)]

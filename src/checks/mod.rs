@@ -1,9 +1,10 @@
 //! The checks. Each lives in its own file named after its id, with its
 //! documentation beside it (`<id>.md`, shown by `lockaudit explain`, SARIF
 //! help and the book's check pages, `docs/src/checks/<id>.md`, which
-//! `tests/docs.rs` generates from it). This module holds the registry: the [`CheckId`]
-//! enum and the [`CHECKS`] slice that `rules`, `explain`, SARIF and the meta
-//! tests all read.
+//! `tests/docs.rs` generates from it). This module holds the registry: the
+//! [`CHECKS`] slice that `rules`, `explain`, SARIF and the meta tests all
+//! read, and what it says of each [`CheckId`] (the ids themselves are in
+//! [`crate::vocab`], beneath everything).
 
 mod common;
 mod ignored_acquire_result;
@@ -27,68 +28,10 @@ pub use common::{
 };
 
 use crate::finding::{Finding, Severity};
+pub use crate::vocab::CheckId;
 
-/// The stable check ids (SPEC "Checks"). Never rename one: they are SARIF
-/// `ruleId`s and appear in suppressions and baselines.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum CheckId {
-    MissingPurpose,
-    UnknownPurpose,
-    ReadThenWriteAcquire,
-    UnownedRelease,
-    UnfencedCorrectnessLock,
-    UnownedRenewal,
-    LockWithoutExpiry,
-    IgnoredAcquireResult,
-    IgnoredRenewalFailure,
-    NonConsensusCorrectnessLock,
-    PooledSessionLock,
-    UnattachedPurpose,
-    UnusedSuppression,
-    ParseError,
-}
-
+/// Where the registry says more of a check: its metadata and entry point.
 impl CheckId {
-    pub const ALL: [CheckId; 14] = [
-        CheckId::MissingPurpose,
-        CheckId::UnknownPurpose,
-        CheckId::ReadThenWriteAcquire,
-        CheckId::UnownedRelease,
-        CheckId::UnfencedCorrectnessLock,
-        CheckId::UnownedRenewal,
-        CheckId::LockWithoutExpiry,
-        CheckId::IgnoredAcquireResult,
-        CheckId::IgnoredRenewalFailure,
-        CheckId::NonConsensusCorrectnessLock,
-        CheckId::PooledSessionLock,
-        CheckId::UnattachedPurpose,
-        CheckId::UnusedSuppression,
-        CheckId::ParseError,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CheckId::MissingPurpose => "missing-purpose",
-            CheckId::UnknownPurpose => "unknown-purpose",
-            CheckId::ReadThenWriteAcquire => "read-then-write-acquire",
-            CheckId::UnownedRelease => "unowned-release",
-            CheckId::UnfencedCorrectnessLock => "unfenced-correctness-lock",
-            CheckId::UnownedRenewal => "unowned-renewal",
-            CheckId::LockWithoutExpiry => "lock-without-expiry",
-            CheckId::IgnoredAcquireResult => "ignored-acquire-result",
-            CheckId::IgnoredRenewalFailure => "ignored-renewal-failure",
-            CheckId::NonConsensusCorrectnessLock => "non-consensus-correctness-lock",
-            CheckId::UnattachedPurpose => "unattached-purpose",
-            CheckId::PooledSessionLock => "pooled-session-lock",
-            CheckId::UnusedSuppression => "unused-suppression",
-            CheckId::ParseError => "parse-error",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<CheckId> {
-        CheckId::ALL.into_iter().find(|c| c.as_str() == s)
-    }
-
     pub fn info(self) -> &'static CheckInfo {
         CHECKS
             .iter()
@@ -98,12 +41,6 @@ impl CheckId {
 
     pub fn default_severity(self) -> Severity {
         self.info().severity
-    }
-}
-
-impl std::fmt::Display for CheckId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

@@ -10,13 +10,13 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::app::{self, Failure};
-use crate::checks::CheckId;
 use crate::cli::AnnotateArgs;
 use crate::directives::Directives;
 use crate::exit::ExitStatus;
 use crate::finding::Purpose;
 use crate::fix::{self, Edit};
 use crate::source::SourceFile;
+use crate::vocab::CheckId;
 use crate::walk;
 
 pub fn run(args: &AnnotateArgs) -> Result<ExitStatus, Failure> {

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 
 use regex::Regex;
 
-use crate::checks::CheckId;
 use crate::diag::{Collector, YamlErrors};
 use crate::finding::{Purpose, Severity};
+use crate::vocab::CheckId;
 use crate::yamlloc::Seg;
 use raw::RawConfig;
 

@@ -21,10 +21,10 @@ mod suggest;
 
 pub use suggest::attach;
 
-use crate::checks::CheckId;
 use crate::directives::lexer::Lexed;
 use crate::finding::{Finding, Purpose};
 use crate::source::{SourceFile, Span};
+use crate::vocab::CheckId;
 
 /// One replacement of a half-open range of a file's text (empty: an
 /// insertion).

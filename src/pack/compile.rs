@@ -211,7 +211,7 @@ fn check_help_keys(
     help: &std::collections::BTreeMap<String, String>,
 ) {
     for key in help.keys() {
-        if crate::checks::CheckId::parse(key).is_none() {
+        if crate::vocab::CheckId::parse(key).is_none() {
             let mut p = at.to_vec();
             p.push(Seg::from("help"));
             p.push(Seg::from(key.as_str()));

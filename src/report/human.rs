@@ -455,7 +455,7 @@ pub fn render_problem(problem: &Problem, color: bool, width: usize) -> String {
         end: pos(problem.mark.1.max(problem.mark.0)),
     };
     let mut f = Finding::new(
-        crate::checks::CheckId::ParseError,
+        crate::vocab::CheckId::ParseError,
         span,
         problem.message.to_string(),
     )
@@ -627,9 +627,9 @@ pub fn render(findings: &[Finding], summary: &Summary, opts: &Options) -> String
 #[cfg(test)]
 mod tests {
     use super::wrap;
-    use crate::checks::CheckId;
     use crate::finding::Finding;
     use crate::source::{Pos, Span};
+    use crate::vocab::CheckId;
 
     /// Plain output of the given width, no colour, no summary.
     fn plain(

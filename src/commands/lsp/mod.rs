@@ -25,7 +25,6 @@ use lsp_types::{
 use serde_json::{json, Value};
 
 use crate::app::{self, Failure};
-use crate::checks::CheckId;
 use crate::cli::LspArgs;
 use crate::config::{self, Settings};
 use crate::directives::Directives;
@@ -36,6 +35,7 @@ use crate::model::resolve::Manifests;
 use crate::pack::PackSet;
 use crate::prefilter::Prefilter;
 use crate::source::SourceFile;
+use crate::vocab::CheckId;
 use crate::walk;
 
 /// Options of the server.
