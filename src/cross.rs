@@ -1312,6 +1312,73 @@ mod tests {
         );
     }
 
+    /// A read helper (`cached(con, key)` returning `con.get(key)`) is
+    /// followed into its callers, but a call reading a key that is no lock
+    /// (`"user:42"`) does not send its defining file through the definer
+    /// pass: only a call on a lock key does.
+    #[test]
+    fn a_read_helper_called_on_no_lock_key_is_not_a_definer_again() {
+        use crate::config::Settings;
+        use crate::engine::Engine;
+        use crate::pack::PackSet;
+        use std::collections::HashMap;
+        use std::path::{Path, PathBuf};
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Arc;
+
+        let parses_for = |key: &str| -> usize {
+            let cwd = Path::new("/nonexistent-lockaudit-read-helper");
+            let texts: Vec<(String, String)> = vec![
+                (
+                    "src/cache.rs".into(),
+                    "pub fn cached(con: &mut redis::Connection, key: &str) -> Option<String> {\n    con.get(key).ok()\n}\n".into(),
+                ),
+                (
+                    "src/jobs.rs".into(),
+                    format!("use crate::cache::cached;\npub fn run(con: &mut redis::Connection) {{\n    if cached(con, \"{key}\").is_some() {{}}\n}}\n"),
+                ),
+            ];
+            let disk: HashMap<PathBuf, Arc<[u8]>> = texts
+                .iter()
+                .map(|(p, t)| (cwd.join(p), t.as_bytes().into()))
+                .collect();
+            let read = |p: &Path, _: usize| -> Option<Arc<[u8]>> { disk.get(p).cloned() };
+            let packs = PackSet::builtin();
+            let settings = Settings::default();
+            let parses = AtomicUsize::new(0);
+            let first = Engine::new(&packs, &settings)
+                .counting(&parses)
+                .keeping(true);
+            let again = Engine::new(&packs, &settings).counting(&parses);
+            let mut files: Vec<super::Audited> = texts
+                .iter()
+                .map(|(shown, _)| {
+                    let path = cwd.join(shown);
+                    let out = first.check_bytes(shown, &read(&path, 0).unwrap(), false);
+                    super::Audited::new(path, 0, shown.clone(), out)
+                })
+                .collect();
+            let first_of = |_: usize| first;
+            let engine_of = |_: usize| again;
+            let none = |_: &Path, _: usize| Vec::new();
+            let sources = super::Sources {
+                first: &first_of,
+                engine: &engine_of,
+                read: &read,
+                crate_files: &none,
+                partial: false,
+                first_audits: None,
+            };
+            let pool = crate::parse::pool(Some(1)).unwrap();
+            super::crate_passes(&mut files, cwd, &pool, false, &sources);
+            parses.load(Ordering::Relaxed)
+        };
+        // Both first audits and the caller's: the definer is left alone.
+        assert_eq!(parses_for("user:42"), 3);
+        // On a lock's key the definer is audited again too.
+        assert_eq!(parses_for("lock:jobs"), 4);
+    }
+
     /// One editor run over the crate in `dir`: `src/jobs.rs` is the edited
     /// buffer `edited`, the files of `listing` come from disk (each read
     /// told to `on_read`), and `kept` is the session's memory. Returns the

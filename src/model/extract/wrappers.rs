@@ -378,9 +378,15 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         );
         let id = EventId::of(self.model.events.len());
         ev.id = id;
+        let (ev_role, ev_lockish) = (ev.role, ev.lockish);
         self.model.events.push(ev);
+        // A read through a helper (`get_owner(con, key)`) matters only on a
+        // lock's key: a call reading anything else (a cache's `get`) does
+        // not make the helper's file a definer its callers reach.
+        if ev_role != Role::Read || ev_lockish {
+            self.wrappers_called.insert(name);
+        }
         self.model.fns[self.f].events.push(id);
-        self.wrappers_called.insert(name);
         vec![id]
     }
 }
