@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use cargo_metadata::{MetadataCommand, Package, TargetKind};
 
-use crate::app::Failure;
 use crate::cli::CargoArgs;
+use crate::exit::Failure;
 
 impl CargoArgs {
     /// Whether any package selection flag was given.

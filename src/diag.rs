@@ -387,3 +387,23 @@ fn clip(mut message: String) -> String {
     }
     message
 }
+
+/// Prints every problem of a YAML file, each with its file, line and
+/// column, under one headline, in the findings' style.
+pub fn print_yaml_errors(e: &YamlErrors) {
+    // As cargo colours its errors: anstream's choice for standard error.
+    let color = anstream::AutoStream::choice(&std::io::stderr()) != anstream::ColorChoice::Never;
+    crate::escape::eprint_block(&render_yaml_errors(e, color));
+}
+
+/// [`print_yaml_errors`]' text, coloured or not.
+pub fn render_yaml_errors(e: &YamlErrors, color: bool) -> String {
+    let mut out = format!("error: {}\n", crate::escape::text(&e.to_string()));
+    let mut problems: Vec<_> = e.problems.iter().collect();
+    problems.sort_by_key(|p| (p.line, p.column));
+    for p in problems {
+        out.push('\n');
+        out.push_str(&p.render(color, 100));
+    }
+    out
+}

@@ -410,7 +410,7 @@ impl Engine<'_> {
             if p == path {
                 return Some(bytes.into());
             }
-            crate::app::read_capped(p, max)
+            crate::source::read_capped(p, max)
                 .ok()
                 .and_then(Result::ok)
                 .map(Into::into)

@@ -15,3 +15,13 @@ impl From<ExitStatus> for std::process::ExitCode {
         std::process::ExitCode::from(s as u8)
     }
 }
+
+/// A failure that stops the run with exit code 2.
+#[derive(Debug)]
+pub struct Failure(pub String);
+
+impl<E: std::fmt::Display> From<E> for Failure {
+    fn from(e: E) -> Self {
+        Failure(e.to_string())
+    }
+}

@@ -23,8 +23,9 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use crate::app::{Failure, Prepared};
 use crate::engine::Engine;
+use crate::exit::Failure;
+use crate::session::Prepared;
 use crate::walk;
 
 /// How long one git command may run before it is killed.
@@ -438,10 +439,10 @@ pub fn fingerprints_at(
         .iter()
         .map(|(rel, _)| scopes.of_path(Path::new(rel)))
         .collect();
-    let prefilters = crate::app::prefilters(p, &scopes.list);
+    let prefilters = crate::session::prefilters(p, &scopes.list);
     // The engines of the run, built the same way.
     let manifests = crate::model::resolve::Manifests::new(cwd.clone());
-    let engines: Vec<Engine> = crate::app::engines(&scopes.list, &prefilters, &manifests)
+    let engines: Vec<Engine> = crate::session::engines(&scopes.list, &prefilters, &manifests)
         .into_iter()
         .map(|e| e.keeping(true))
         .collect();
@@ -456,7 +457,8 @@ pub fn fingerprints_at(
             .map(|(((path, _), bytes), &scope)| {
                 // A generated file is skipped at the base as in the run: code
                 // that loses its generated-file header since is new.
-                if !p.include_vendored && !named.contains(path) && crate::app::generated(bytes) {
+                if !p.include_vendored && !named.contains(path) && crate::session::generated(bytes)
+                {
                     return crate::engine::FileOutcome::default();
                 }
                 engines[scope].check_bytes(path, bytes, false)

@@ -267,6 +267,23 @@ impl SourceFile {
     }
 }
 
+/// A file's bytes, or its size when it is larger than `limit` (then it is
+/// not read: memory stays bounded whatever the tree holds).
+pub fn read_capped(path: &std::path::Path, limit: u64) -> std::io::Result<Result<Vec<u8>, u64>> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    let size = file.metadata()?.len();
+    if size > limit {
+        return Ok(Err(size));
+    }
+    let mut bytes = Vec::with_capacity(size as usize);
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Ok(Err(bytes.len() as u64));
+    }
+    Ok(Ok(bytes))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

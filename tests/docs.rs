@@ -63,7 +63,7 @@ fn check_page(id: lockaudit::checks::CheckId) -> String {
     format!(
         "<!-- Generated from src/checks/{}.md by `{BLESS}`: edit that file, not this one. -->\n\n{}",
         id.as_str().replace('-', "_"),
-        lockaudit::app::explain_text(id)
+        lockaudit::checks::explain_text(id)
     )
 }
 

@@ -118,7 +118,7 @@ fn bad_packs_report_every_problem_with_its_location() {
                 failures.push(format!("{shown}: a problem without a location: {p}"));
             }
         }
-        let rendered = lockaudit::app::render_yaml_errors(&err, false);
+        let rendered = lockaudit::diag::render_yaml_errors(&err, false);
         if let Err(e) = expect_file(&path.with_extension("stderr"), &rendered) {
             failures.push(e);
         }

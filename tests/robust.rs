@@ -408,10 +408,10 @@ fn binary_reachable_by_nobody() -> bool {
 fn files_that_vanish_during_the_run() {
     let dir = with_hostile("gone.rs", b"fn main() {}\n");
     let common = lockaudit::cli::CommonArgs::default();
-    let prepared = lockaudit::app::prepare(&[dir.path().to_path_buf()], &common).unwrap();
+    let prepared = lockaudit::session::prepare(&[dir.path().to_path_buf()], &common).unwrap();
     assert_eq!(prepared.files.len(), 2);
     fs::remove_file(dir.path().join("gone.rs")).unwrap();
-    let audit = lockaudit::app::audit(&prepared, false).unwrap();
+    let audit = lockaudit::session::audit(&prepared, false).unwrap();
     assert_eq!(audit.files, 1);
     assert!(audit.unreadable.is_empty(), "{:?}", audit.unreadable);
     assert_eq!(audit.findings.len(), 1);

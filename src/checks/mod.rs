@@ -93,3 +93,23 @@ pub fn unknown_id_help(id: &str) -> String {
         None => "`lockaudit rules` lists the check ids".to_string(),
     }
 }
+
+/// The page `lockaudit explain` prints for a check (also shown by the
+/// language server's explain command).
+pub fn explain_text(check: CheckId) -> String {
+    let info = check.info();
+    let mut text = format!(
+        "# {} [{}]\n\n{}\n\n{}",
+        info.id.as_str(),
+        info.severity.as_str(),
+        info.summary,
+        info.docs
+    );
+    if check == CheckId::UnfencedCorrectnessLock || check == CheckId::NonConsensusCorrectnessLock {
+        text.push_str(&crate::pack::builtin::token_table());
+    }
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text
+}

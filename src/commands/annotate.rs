@@ -9,10 +9,10 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::app::{self, Failure};
 use crate::cli::AnnotateArgs;
 use crate::directives::Directives;
 use crate::exit::ExitStatus;
+use crate::exit::Failure;
 use crate::finding::Purpose;
 use crate::fix::{self, Edit};
 use crate::source::SourceFile;
@@ -20,7 +20,7 @@ use crate::vocab::CheckId;
 use crate::walk;
 
 pub fn run(args: &AnnotateArgs) -> Result<ExitStatus, Failure> {
-    let prepared = app::prepare(&args.paths, &args.common)?;
+    let prepared = crate::session::prepare(&args.paths, &args.common)?;
     // Annotating is how a team that turned `missing-purpose` off for now
     // catches up: the check runs whatever each config says.
     for scope in prepared
@@ -32,7 +32,7 @@ pub fn run(args: &AnnotateArgs) -> Result<ExitStatus, Failure> {
     {
         scope.settings.checks.remove(&CheckId::MissingPurpose);
     }
-    let audit = app::audit(&prepared, false)?;
+    let audit = crate::session::audit(&prepared, false)?;
     for u in &audit.unreadable {
         crate::escape::eprintln(&format!("error: {u}"));
     }
@@ -98,7 +98,7 @@ pub fn run(args: &AnnotateArgs) -> Result<ExitStatus, Failure> {
     // Written as every report is: a context line ` ::error …` is no
     // workflow command once a runner trims its leading space, and a diff
     // nobody can read is an error.
-    app::emit(None, &diff)?;
+    crate::output::emit(None, &diff)?;
     let n = |k: usize, what: &str| format!("{k} {what}{}", if k == 1 { "" } else { "s" });
     if annotated == 0 {
         crate::escape::eprintln("every acquisition already has a purpose");

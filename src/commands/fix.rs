@@ -10,9 +10,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::app::{Audit, Failure, Prepared};
+use crate::exit::Failure;
 use crate::finding::Finding;
 use crate::fix::{self, Edit};
+use crate::session::{Audit, Prepared};
 use crate::walk;
 
 /// What `--fix` did.

@@ -16,11 +16,11 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::app::Failure;
 use crate::cli::TestPackArgs;
 use crate::config::Settings;
 use crate::engine::Engine;
 use crate::exit::ExitStatus;
+use crate::exit::Failure;
 use crate::finding::Finding;
 use crate::markers::{compare, parse as markers};
 use crate::pack::PackSet;
@@ -67,7 +67,7 @@ pub fn run(args: &TestPackArgs) -> Result<ExitStatus, Failure> {
     };
     let packs = PackSet::load(&settings.rules, &cwd).map_err(|errs| {
         for e in &errs {
-            crate::app::print_yaml_errors(e);
+            crate::diag::print_yaml_errors(e);
         }
         Failure(String::new())
     })?;
@@ -106,7 +106,7 @@ pub fn run(args: &TestPackArgs) -> Result<ExitStatus, Failure> {
     let mut report = String::new();
     for file in &files {
         let shown = walk::display_path(file, &cwd);
-        let bytes = crate::app::read_capped(file, settings.max_file_size)
+        let bytes = crate::source::read_capped(file, settings.max_file_size)
             .map_err(|e| Failure(format!("{}: cannot read: {e}", crate::escape::text(&shown))))?
             .map_err(|size| {
                 Failure(format!(
@@ -161,14 +161,14 @@ pub fn run(args: &TestPackArgs) -> Result<ExitStatus, Failure> {
             plural(n),
             plural(expected_total)
         ));
-        crate::app::emit(None, &report)?;
+        crate::output::emit(None, &report)?;
         Ok(ExitStatus::Clean)
     } else {
         report.push_str(&format!(
             "test-pack: {failed} of {n} fixture{} failed\n",
             plural(n)
         ));
-        crate::app::emit(None, &report)?;
+        crate::output::emit(None, &report)?;
         Ok(ExitStatus::Findings)
     }
 }

@@ -24,12 +24,12 @@ use lsp_types::{
 };
 use serde_json::{json, Value};
 
-use crate::app::{self, Failure};
 use crate::cli::LspArgs;
 use crate::config::{self, Settings};
 use crate::directives::Directives;
 use crate::engine::Engine;
 use crate::exit::ExitStatus;
+use crate::exit::Failure;
 use crate::finding::Finding;
 use crate::model::resolve::Manifests;
 use crate::pack::PackSet;
@@ -294,7 +294,7 @@ impl Server {
             .and_then(CheckId::parse);
         match (p.command.as_str(), check) {
             (EXPLAIN_COMMAND, Some(check)) => {
-                let text = app::explain_text(check);
+                let text = crate::checks::explain_text(check);
                 self.show(MessageType::INFO, text.clone());
                 Response::new_ok(id, Value::String(text))
             }
@@ -353,7 +353,10 @@ impl Server {
                     }
                     settings = s;
                 }
-                Err(e) => self.show(MessageType::ERROR, app::render_yaml_errors(&e, false)),
+                Err(e) => self.show(
+                    MessageType::ERROR,
+                    crate::diag::render_yaml_errors(&e, false),
+                ),
             }
         }
         let packs = match PackSet::load(&settings.rules, &self.cwd) {
@@ -361,7 +364,7 @@ impl Server {
             Err(errs) => {
                 let text: String = errs
                     .iter()
-                    .map(|e| app::render_yaml_errors(e, false))
+                    .map(|e| crate::diag::render_yaml_errors(e, false))
                     .collect();
                 self.show(MessageType::ERROR, text);
                 PackSet::builtin()
