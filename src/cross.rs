@@ -1496,6 +1496,25 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// A crate on disk (`Cargo.toml`, `src/locks.rs` with a wrapper,
+    /// `src/sweep.rs` calling it) in a fresh temporary directory named
+    /// after `name`, and its listing for [`session_run`].
+    fn wrapper_and_caller(name: &str) -> (std::path::PathBuf, Vec<(String, std::path::PathBuf)>) {
+        let dir = std::env::temp_dir().join(format!("lockaudit-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::write(dir.join("Cargo.toml"), "[package]\nname = \"app\"\n").unwrap();
+        let locks = "pub async fn acquire_lock(con: &mut redis::aio::MultiplexedConnection, key: &str) -> bool {\n    redis::cmd(\"SET\").arg(key).arg(\"me\").arg(\"NX\").arg(\"PX\").arg(30_000)\n        .query_async::<Option<String>>(con).await.map(|r| r.is_some()).unwrap_or(false)\n}\n";
+        std::fs::write(dir.join("src/locks.rs"), locks).unwrap();
+        let sweep = "use crate::locks::acquire_lock;\npub async fn sweep(con: &mut redis::aio::MultiplexedConnection) {\n    acquire_lock(con, \"sweep\").await;\n}\n";
+        std::fs::write(dir.join("src/sweep.rs"), sweep).unwrap();
+        let listing = ["src/locks.rs", "src/sweep.rs"]
+            .iter()
+            .map(|s| (s.to_string(), dir.join(s)))
+            .collect();
+        (dir, listing)
+    }
+
     /// An editor session keeps what each unchanged crate file names: a
     /// file on disk that calls a wrapper is read (and scanned) once, not
     /// on every edit of another file.
@@ -1508,18 +1527,8 @@ mod tests {
         use std::path::{Path, PathBuf};
         use std::sync::Mutex;
 
-        let dir = std::env::temp_dir().join(format!("lockaudit-kept-scan-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("src")).unwrap();
-        std::fs::write(dir.join("Cargo.toml"), "[package]\nname = \"app\"\n").unwrap();
-        let locks = "pub async fn acquire_lock(con: &mut redis::aio::MultiplexedConnection, key: &str) -> bool {\n    redis::cmd(\"SET\").arg(key).arg(\"me\").arg(\"NX\").arg(\"PX\").arg(30_000)\n        .query_async::<Option<String>>(con).await.map(|r| r.is_some()).unwrap_or(false)\n}\n";
-        std::fs::write(dir.join("src/locks.rs"), locks).unwrap();
-        let sweep = "use crate::locks::acquire_lock;\npub async fn sweep(con: &mut redis::aio::MultiplexedConnection) {\n    acquire_lock(con, \"sweep\").await;\n}\n";
-        std::fs::write(dir.join("src/sweep.rs"), sweep).unwrap();
-        let listing: Vec<(String, PathBuf)> = ["src/locks.rs", "src/sweep.rs"]
-            .iter()
-            .map(|s| (s.to_string(), dir.join(s)))
-            .collect();
+        let (dir, listing) = wrapper_and_caller("kept-scan");
+        let sweep = std::fs::read_to_string(dir.join("src/sweep.rs")).unwrap();
         let packs = PackSet::builtin();
         let settings = Settings::default();
         let engine = Engine::new(&packs, &settings);
@@ -1555,21 +1564,9 @@ mod tests {
         use crate::config::Settings;
         use crate::engine::Engine;
         use crate::pack::PackSet;
-        use std::path::PathBuf;
         use std::sync::atomic::{AtomicUsize, Ordering};
 
-        let dir = std::env::temp_dir().join(format!("lockaudit-again-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("src")).unwrap();
-        std::fs::write(dir.join("Cargo.toml"), "[package]\nname = \"app\"\n").unwrap();
-        let locks = "pub async fn acquire_lock(con: &mut redis::aio::MultiplexedConnection, key: &str) -> bool {\n    redis::cmd(\"SET\").arg(key).arg(\"me\").arg(\"NX\").arg(\"PX\").arg(30_000)\n        .query_async::<Option<String>>(con).await.map(|r| r.is_some()).unwrap_or(false)\n}\n";
-        std::fs::write(dir.join("src/locks.rs"), locks).unwrap();
-        let caller = "use crate::locks::acquire_lock;\npub async fn sweep(con: &mut redis::aio::MultiplexedConnection) {\n    acquire_lock(con, \"sweep\").await;\n}\n";
-        std::fs::write(dir.join("src/sweep.rs"), caller).unwrap();
-        let listing: Vec<(String, PathBuf)> = ["src/locks.rs", "src/sweep.rs"]
-            .iter()
-            .map(|s| (s.to_string(), dir.join(s)))
-            .collect();
+        let (dir, listing) = wrapper_and_caller("again");
         let packs = PackSet::builtin();
         let settings = Settings::default();
         let kept = super::FirstAudits::default();
