@@ -3260,3 +3260,28 @@ fn hostile_manifests_and_includes_stay_harmless() {
     );
     assert!(r.stdout.contains("2 files audited"), "{r:?}");
 }
+
+/// A user pack may give any position: the largest integer for an
+/// argument, a `nth` call, a script's `ARGV` or a statement's placeholder
+/// finds nothing there, and the run goes on.
+#[test]
+fn pack_positions_as_large_as_an_integer_find_nothing() {
+    let dir = repo();
+    let max = u64::MAX;
+    fs::write(
+        dir.path().join("own.yaml"),
+        format!(
+            "backend: own\ndescription: d\nconsensus: false\ntrigger-words: [leases]\napis:\n  - id: own.take\n    role: acquire\n    match: {{ method: take_lease, crates: [own] }}\n    key: [{{ arg: {max} }}, {{ method: arg, nth: {max}, arg: {max} }}, {{ root-arg: {max} }}, {{ call: k, arg: {max} }}, {{ script-arg: {max} }}, {{ param: {max} }}]\n  - id: own.sql\n    role: try-acquire\n    match: {{ text: ['(?i)insert into leases'], evidence: none }}\n    key: [{{ param: {max} }}]\n"
+        ),
+    )
+    .unwrap();
+    fs::write(dir.path().join("lockaudit.yaml"), "rules: [own.yaml]\n").unwrap();
+    fs::write(
+        dir.path().join("main.rs"),
+        "use own::Client;\nfn f(c: &Client, q: &sqlx::PgPool) {\n    c.take_lease(\"jobs\", 1).arg(2);\n    let _ = sqlx::query_as!(Row, \"INSERT INTO leases VALUES ($1)\", 7).execute(q);\n    sqlx::query(\"INSERT INTO leases VALUES (?)\").bind(7).execute(q);\n    q.execute(\"INSERT INTO leases VALUES ($1)\", &[&7]);\n}\n",
+    )
+    .unwrap();
+    let r = run(dir.path(), &["check", "--format", "json", "."]);
+    assert_eq!(r.code, Some(1), "{r:?}");
+    assert!(r.stdout.contains("missing-purpose"), "{r:?}");
+}

@@ -472,7 +472,7 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
         // `query!("… $1 …", job)`: the values follow the statement.
         if let Root::Macro { args, .. } = &self.chain.root {
             let at = args.iter().position(|a| str_lit(a).is_some())?;
-            return args.get(at + n).map(|e| Cow::Borrowed(*e));
+            return args.get(at.checked_add(n)?).map(|e| Cow::Borrowed(*e));
         }
         let mut lists: Vec<&'ast Expr> = self.root_args.to_vec();
         for s in self.segs() {
