@@ -3,11 +3,13 @@
 //! rule packs.
 
 pub mod chains;
+pub mod conn;
 pub mod event;
 pub mod extract;
 pub mod keys;
 pub mod lockname;
 pub mod locks;
 pub mod resolve;
+pub mod tokens;
 
 pub use event::*;
