@@ -8,7 +8,7 @@ use crate::directives::{Directives, PurposeLookup};
 use crate::finding::{Finding, Purpose};
 use crate::model::locks::Locks;
 use crate::model::{Event, FileModel, Key};
-use crate::pack::{Api, PackSet, Role};
+use crate::pack::{Api, PackSet};
 use crate::source::SourceFile;
 
 use super::CheckId;
@@ -112,66 +112,9 @@ impl<'a> CheckCtx<'a> {
         self.model.takes()
     }
 
-    /// The latest read of `e`'s key before `e` in the same function: the
-    /// first half of a read-then-write.
+    /// The read a write of `e`'s key follows (see [`Locks::read_before`]).
     pub fn read_before(&self, e: &Event) -> Option<&'a Event> {
-        let key = e.key.as_ref()?;
-        let read_of = |r: &Event, before: usize| {
-            r.role == Role::Read
-                && r.span.start.offset < before
-                && r.key.as_ref().is_some_and(|k| k.norm == key.norm)
-        };
-        if let Some(r) = self
-            .model
-            .fn_events(e.func)
-            .filter(|r| read_of(r, e.span.start.offset))
-            .last()
-        {
-            return Some(r);
-        }
-        // The same two steps split across functions of the file: a
-        // function reads the key, then calls the one that writes it
-        // (`let l = self.api.get(name)?; .. self.acquire_lease(&l)` with
-        // the patch in `acquire_lease`). The key must mean the same in
-        // both: a field of `self`, a constant or a literal. A parameter or
-        // a local of the writer says nothing of what its caller read. A
-        // method is reached by its own type's methods calling it on `self`;
-        // a free function by a plain call.
-        let writer = &self.model.fns[e.func];
-        let norm = key.norm.trim_start_matches(['&', '*']);
-        let root = norm
-            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .next()
-            .unwrap_or_default();
-        let same_everywhere = root == "self"
-            || norm.starts_with('"')
-            || (!root.is_empty() && root.chars().all(|c| c.is_ascii_uppercase() || c == '_'));
-        if !same_everywhere {
-            return None;
-        }
-        let owner =
-            |f: &crate::model::FnModel| f.qualified.rsplit_once("::").map(|(ty, _)| ty.to_string());
-        let writer_owner = owner(writer);
-        self.model
-            .fn_ids()
-            .filter(|(g, _)| *g != e.func)
-            .filter(|(_, f)| owner(f) == writer_owner)
-            .flat_map(|(g, f)| {
-                f.calls
-                    .iter()
-                    .filter(|c| c.local && c.name == writer.name)
-                    .filter(|c| match &writer_owner {
-                        Some(_) => c.method && c.receiver.contains("self"),
-                        None => !c.method,
-                    })
-                    .filter_map(move |c| {
-                        self.model
-                            .fn_events(g)
-                            .filter(|r| read_of(r, c.offset))
-                            .last()
-                    })
-            })
-            .next()
+        Locks::read_before(self.model, e)
     }
 
     /// The acquisition a release, renewal, read or token use belongs to

@@ -4,6 +4,7 @@
 use super::common::{call_label, constant_owner_finding, subject, with_pack_notes, CheckCtx};
 use super::{CheckId, CheckInfo};
 use crate::finding::{Finding, Severity};
+use crate::model::locks::Locks;
 use crate::model::Event;
 use crate::pack::Role;
 
@@ -20,21 +21,6 @@ pub(super) const INFO: CheckInfo = CheckInfo {
 };
 
 const HELP: &str = "release in one step that deletes the lock only if the caller still holds it: compare the owner token (or the version read at acquisition) inside the delete itself, or use the client library's owner-checked release";
-
-/// The read of the same key whose result the condition around `e` compares.
-fn owner_read<'a>(ctx: &CheckCtx<'a>, e: &Event) -> Option<&'a Event> {
-    let key = e.key.as_ref()?;
-    let f = &ctx.model.fns[e.func];
-    ctx.model.fn_events(e.func).find(|r| {
-        r.role == Role::Read
-            && r.span.start.offset < e.span.start.offset
-            && r.key.as_ref().is_some_and(|k| k.norm == key.norm)
-            && e.guards.iter().any(|&g| {
-                let guard = &f.guards[g];
-                guard.events.contains(&r.id) || r.binding.iter().any(|b| guard.mentions.contains(b))
-            })
-    })
-}
 
 /// Whether the release deletes a key that an earlier call in the same
 /// function returned as this holder's own (the path of its sequential
@@ -84,7 +70,7 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
             continue;
         }
         let lock = subject(ctx, e);
-        let read = owner_read(ctx, e);
+        let read = Locks::owner_read(ctx.model, e);
         let message = match (read, &e.key) {
             (Some(_), _) => format!(
                 "{lock} is released by a read-compare and a separate delete: it can change hands between them"

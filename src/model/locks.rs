@@ -1,7 +1,9 @@
 //! The lock lifecycle of one file: each acquisition with its purpose and
 //! the releases, renewals, reads and token uses that belong to it. Built
 //! once per file, after extraction, by one pairing rule; the checks and
-//! `inventory` read it and never pair events themselves.
+//! `inventory` read it and never pair events themselves. The reads a write
+//! or a delete follows (a read-then-write, a compare-then-delete) are
+//! paired here too ([`Locks::read_before`], [`Locks::owner_read`]).
 //!
 //! The pairing rule, for an event that is not an acquisition:
 //! 1. in the same function, the latest earlier acquisition of the same key;
@@ -100,6 +102,80 @@ impl Locks {
             }
         }
         set
+    }
+
+    /// The latest read of `e`'s key before `e` in the same function: the
+    /// first half of a read-then-write; else the same two steps split across
+    /// functions of the file (the rule below).
+    pub fn read_before<'m>(model: &'m FileModel, e: &Event) -> Option<&'m Event> {
+        let key = e.key.as_ref()?;
+        let read_of = |r: &Event, before: usize| {
+            r.role == Role::Read
+                && r.span.start.offset < before
+                && r.key.as_ref().is_some_and(|k| k.norm == key.norm)
+        };
+        if let Some(r) = model
+            .fn_events(e.func)
+            .filter(|r| read_of(r, e.span.start.offset))
+            .last()
+        {
+            return Some(r);
+        }
+        // The same two steps split across functions of the file: a
+        // function reads the key, then calls the one that writes it
+        // (`let l = self.api.get(name)?; .. self.acquire_lease(&l)` with
+        // the patch in `acquire_lease`). The key must mean the same in
+        // both: a field of `self`, a constant or a literal. A parameter or
+        // a local of the writer says nothing of what its caller read. A
+        // method is reached by its own type's methods calling it on `self`;
+        // a free function by a plain call.
+        let writer = &model.fns[e.func];
+        let norm = key.norm.trim_start_matches(['&', '*']);
+        let root = norm
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .next()
+            .unwrap_or_default();
+        let same_everywhere = root == "self"
+            || norm.starts_with('"')
+            || (!root.is_empty() && root.chars().all(|c| c.is_ascii_uppercase() || c == '_'));
+        if !same_everywhere {
+            return None;
+        }
+        let owner =
+            |f: &crate::model::FnModel| f.qualified.rsplit_once("::").map(|(ty, _)| ty.to_string());
+        let writer_owner = owner(writer);
+        model
+            .fn_ids()
+            .filter(|(g, _)| *g != e.func)
+            .filter(|(_, f)| owner(f) == writer_owner)
+            .flat_map(|(g, f)| {
+                f.calls
+                    .iter()
+                    .filter(|c| c.local && c.name == writer.name)
+                    .filter(|c| match &writer_owner {
+                        Some(_) => c.method && c.receiver.contains("self"),
+                        None => !c.method,
+                    })
+                    .filter_map(move |c| model.fn_events(g).filter(|r| read_of(r, c.offset)).last())
+            })
+            .next()
+    }
+
+    /// The read of the same key whose result the condition around a
+    /// release `e` compares: a compare in Rust, then a separate delete.
+    pub fn owner_read<'m>(model: &'m FileModel, e: &Event) -> Option<&'m Event> {
+        let key = e.key.as_ref()?;
+        let f = &model.fns[e.func];
+        model.fn_events(e.func).find(|r| {
+            r.role == Role::Read
+                && r.span.start.offset < e.span.start.offset
+                && r.key.as_ref().is_some_and(|k| k.norm == key.norm)
+                && e.guards.iter().any(|&g| {
+                    let guard = &f.guards[g];
+                    guard.events.contains(&r.id)
+                        || r.binding.iter().any(|b| guard.mentions.contains(b))
+                })
+        })
     }
 
     /// The lock an event is or belongs to.
