@@ -1222,6 +1222,40 @@ fn follow_wrappers(
 mod tests {
     use super::scan;
 
+    /// A run over `texts` (display path, text) under `cwd`: each file's
+    /// first audit with `first`, then the crate passes, which audit again
+    /// with `again` and read through `read`.
+    fn passes_in_memory(
+        cwd: &std::path::Path,
+        texts: &[(String, String)],
+        read: &super::ReadFn,
+        first: crate::engine::Engine,
+        again: crate::engine::Engine,
+    ) -> Vec<super::Audited> {
+        let mut files: Vec<super::Audited> = texts
+            .iter()
+            .map(|(shown, _)| {
+                let path = cwd.join(shown);
+                let out = first.check_bytes(shown, &read(&path, 0).unwrap(), false);
+                super::Audited::new(path, 0, shown.clone(), out)
+            })
+            .collect();
+        let first_of = |_: usize| first;
+        let engine_of = |_: usize| again;
+        let none = |_: &std::path::Path, _: usize| Vec::new();
+        let sources = super::Sources {
+            first: &first_of,
+            engine: &engine_of,
+            read,
+            crate_files: &none,
+            partial: false,
+            first_audits: None,
+        };
+        let pool = crate::parse::pool(Some(1)).unwrap();
+        super::crate_passes(&mut files, cwd, &pool, false, &sources);
+        files
+    }
+
     /// A counting source: the first audit reads every file, as a run does;
     /// the crate passes then read only a file they audit again with what
     /// another file offers, and that file once. A file that offers (here
@@ -1272,28 +1306,7 @@ mod tests {
             .with_prefilter(Some(&pre))
             .keeping(true);
         let again = Engine::new(&packs, &settings);
-        let mut files: Vec<super::Audited> = texts
-            .iter()
-            .map(|(shown, _)| {
-                let path = cwd.join(shown);
-                let bytes = read(&path, 0).unwrap();
-                let out = first.check_bytes(shown, &bytes, false);
-                super::Audited::new(path, 0, shown.clone(), out)
-            })
-            .collect();
-        let first_of = |_: usize| first;
-        let engine_of = |_: usize| again;
-        let none = |_: &Path, _: usize| Vec::new();
-        let sources = super::Sources {
-            first: &first_of,
-            engine: &engine_of,
-            read: &read,
-            crate_files: &none,
-            partial: false,
-            first_audits: None,
-        };
-        let pool = crate::parse::pool(Some(1)).unwrap();
-        super::crate_passes(&mut files, cwd, &pool, false, &sources);
+        let files = passes_in_memory(cwd, &texts, &read, first, again);
         let reads = reads.into_inner().unwrap();
         for (shown, _) in &texts {
             let n = reads[&cwd.join(shown)];
@@ -1350,27 +1363,7 @@ mod tests {
                 .counting(&parses)
                 .keeping(true);
             let again = Engine::new(&packs, &settings).counting(&parses);
-            let mut files: Vec<super::Audited> = texts
-                .iter()
-                .map(|(shown, _)| {
-                    let path = cwd.join(shown);
-                    let out = first.check_bytes(shown, &read(&path, 0).unwrap(), false);
-                    super::Audited::new(path, 0, shown.clone(), out)
-                })
-                .collect();
-            let first_of = |_: usize| first;
-            let engine_of = |_: usize| again;
-            let none = |_: &Path, _: usize| Vec::new();
-            let sources = super::Sources {
-                first: &first_of,
-                engine: &engine_of,
-                read: &read,
-                crate_files: &none,
-                partial: false,
-                first_audits: None,
-            };
-            let pool = crate::parse::pool(Some(1)).unwrap();
-            super::crate_passes(&mut files, cwd, &pool, false, &sources);
+            passes_in_memory(cwd, &texts, &read, first, again);
             parses.load(Ordering::Relaxed)
         };
         // Both first audits and the caller's: the definer is left alone.
