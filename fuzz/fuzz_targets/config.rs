@@ -13,7 +13,7 @@ fuzz_target!(|data: &[u8]| {
             let _ = settings.lock_name.as_str();
         }
         Err(errors) => {
-            let shown = lockaudit::app::render_yaml_errors(&errors, false);
+            let shown = lockaudit::diag::render_yaml_errors(&errors, false);
             assert!(shown.contains("lockaudit.yaml"), "{shown}");
         }
     }

@@ -15,7 +15,7 @@ fuzz_target!(|data: &[u8]| {
             let _ = set.trigger_words();
         }
         Err(errors) => {
-            let shown = lockaudit::app::render_yaml_errors(&errors, false);
+            let shown = lockaudit::diag::render_yaml_errors(&errors, false);
             assert!(shown.contains("fuzz.yaml"), "{shown}");
         }
     }

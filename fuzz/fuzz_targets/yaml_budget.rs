@@ -69,12 +69,12 @@ fuzz_target!(|data: &[u8]| {
     if pick % 2 == 0 {
         let r = lockaudit::config::parse("lockaudit.yaml", text, std::path::Path::new("."));
         if let Err(errors) = r {
-            let _ = lockaudit::app::render_yaml_errors(&errors, false);
+            let _ = lockaudit::diag::render_yaml_errors(&errors, false);
         }
     } else {
         let r = lockaudit::pack::PackSet::compile_one("fuzz.yaml", text);
         if let Err(errors) = r {
-            let _ = lockaudit::app::render_yaml_errors(&errors, false);
+            let _ = lockaudit::diag::render_yaml_errors(&errors, false);
         }
     }
     let used = PEAK.load(Ordering::Relaxed).saturating_sub(before);
