@@ -280,6 +280,27 @@ impl KeptScan {
     }
 }
 
+impl KeptScan {
+    /// What it holds, by estimate.
+    fn size(&self) -> usize {
+        let names = self.words.iter().map(|w| w.len()).sum::<usize>()
+            + self.calls.iter().map(|(c, _)| c.len()).sum::<usize>()
+            + self
+                .qualified
+                .iter()
+                .map(|(q, n)| q.len() + n.iter().map(|x| x.len()).sum::<usize>())
+                .sum::<usize>()
+            + self
+                .renames
+                .iter()
+                .map(|(a, b)| a.len() + b.len())
+                .sum::<usize>();
+        let entries =
+            self.words.len() + self.calls.len() + self.qualified.len() + self.renames.len();
+        ENTRY_COST + names + entries * 32
+    }
+}
+
 impl Found for KeptScan {
     fn words(&self) -> Vec<&str> {
         self.words.iter().map(|w| &**w).collect()
@@ -600,17 +621,64 @@ pub struct Sources<'e> {
 /// runs of an editor session: each with the size and modification time its
 /// file had, and used only while the file on disk still has them. A file
 /// that changed, or cannot be asked, is read and audited again.
-#[derive(Default)]
 pub struct FirstAudits {
-    kept: std::sync::Mutex<HashMap<PathBuf, (Stamp, Audited)>>,
+    kept: std::sync::Mutex<Bounded<PathBuf, (Stamp, Audited)>>,
     /// The later audits of those files, one per file and pass (as a
     /// caller, as a definer), with a hash of what each was given (see
     /// [`given_key`]): while a file and what its crate gives it stay the
     /// same, an edit elsewhere does not audit it again.
-    again: std::sync::Mutex<HashMap<(PathBuf, Pass), KeptAudit>>,
+    again: std::sync::Mutex<Bounded<(PathBuf, Pass), KeptAudit>>,
     /// What each of those files names (its scan), under the stamp the file
     /// had before it was read.
-    scans: std::sync::Mutex<HashMap<PathBuf, KeptScanOf>>,
+    scans: std::sync::Mutex<Bounded<PathBuf, KeptScanOf>>,
+    /// Most bytes each of the three keeps (an estimate of what its entries
+    /// hold): a session in a crate of many large files forgets and starts
+    /// again rather than grow without end.
+    max_bytes: usize,
+}
+
+impl Default for FirstAudits {
+    fn default() -> Self {
+        FirstAudits::with_max_bytes(MAX_KEPT_BYTES)
+    }
+}
+
+/// Entries kept up to [`MAX_KEPT`] of them and a number of bytes; past
+/// either, all are forgotten at once.
+struct Bounded<K, V> {
+    map: HashMap<K, (V, usize)>,
+    bytes: usize,
+}
+
+impl<K, V> Default for Bounded<K, V> {
+    fn default() -> Self {
+        Bounded {
+            map: HashMap::new(),
+            bytes: 0,
+        }
+    }
+}
+
+impl<K: std::hash::Hash + Eq, V> Bounded<K, V> {
+    fn get<Q>(&self, k: &Q) -> Option<&V>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: std::hash::Hash + Eq + ?Sized,
+    {
+        self.map.get(k).map(|(v, _)| v)
+    }
+
+    fn insert(&mut self, k: K, v: V, size: usize, max_bytes: usize) {
+        if let Some((_, old)) = self.map.remove(&k) {
+            self.bytes -= old;
+        }
+        if self.map.len() >= MAX_KEPT || self.bytes.saturating_add(size) > max_bytes {
+            self.map.clear();
+            self.bytes = 0;
+        }
+        self.bytes += size;
+        self.map.insert(k, (v, size));
+    }
 }
 
 /// A file audited again as a caller: its index, what it was given, the
@@ -644,7 +712,24 @@ fn stamp(path: &Path) -> Option<Stamp> {
 /// forgets them all and starts again, so memory stays bounded.
 const MAX_KEPT: usize = 20_000;
 
+/// Most bytes each keep of [`FirstAudits`] holds, by estimate.
+const MAX_KEPT_BYTES: usize = 256 << 20;
+
+/// What a kept entry costs beyond the sizes counted: paths, maps, small
+/// fields.
+const ENTRY_COST: usize = 512;
+
 impl FirstAudits {
+    /// Keeps at most `max_bytes` (by estimate) in each of its keeps.
+    pub fn with_max_bytes(max_bytes: usize) -> FirstAudits {
+        FirstAudits {
+            kept: Default::default(),
+            again: Default::default(),
+            scans: Default::default(),
+            max_bytes,
+        }
+    }
+
     fn get(&self, path: &Path, scope: usize, shown: &str) -> Option<Audited> {
         let now = stamp(path)?;
         let kept = self.kept.lock().ok()?;
@@ -672,10 +757,13 @@ impl FirstAudits {
         out: &FileOutcome,
     ) {
         if let (Some(at), Ok(mut kept)) = (before, self.again.lock()) {
-            if kept.len() >= MAX_KEPT {
-                kept.clear();
-            }
-            kept.insert((file.path.clone(), pass), (given, at, out.clone()));
+            let size = outcome_size(out);
+            kept.insert(
+                (file.path.clone(), pass),
+                (given, at, out.clone()),
+                size,
+                self.max_bytes,
+            );
         }
     }
 
@@ -690,21 +778,32 @@ impl FirstAudits {
         let Ok(mut kept) = self.scans.lock() else {
             return;
         };
-        if kept.len() >= MAX_KEPT {
-            kept.clear();
-        }
-        kept.insert(path.to_path_buf(), (before, s));
+        let size = s.size();
+        kept.insert(path.to_path_buf(), (before, s), size, self.max_bytes);
     }
 
     fn put(&self, stamp: Stamp, a: &Audited) {
         let Ok(mut kept) = self.kept.lock() else {
             return;
         };
-        if kept.len() >= MAX_KEPT {
-            kept.clear();
-        }
-        kept.insert(a.path.clone(), (stamp, a.clone()));
+        let size = a.bytes.as_ref().map_or(0, |b| b.len())
+            + a.words.as_ref().map_or(0, FileWords::size)
+            + outcome_size(&a.outcome);
+        kept.insert(a.path.clone(), (stamp, a.clone()), size, self.max_bytes);
     }
+}
+
+/// What a kept outcome holds, by estimate: its findings and rows, each
+/// with its message and names.
+fn outcome_size(out: &FileOutcome) -> usize {
+    ENTRY_COST
+        + out
+            .findings
+            .iter()
+            .map(|f| ENTRY_COST + f.message.len())
+            .sum::<usize>()
+        + out.locks.len() * ENTRY_COST
+        + (out.wrappers.len() + out.sites.len()) * 4 * ENTRY_COST
 }
 
 /// A hash of everything a file is audited again knowing: its scope and
@@ -1323,6 +1422,38 @@ mod tests {
             "{:?}",
             jobs.outcome.findings
         );
+    }
+
+    /// An editor session's keeps are bounded by bytes as well as by
+    /// entries: past the budget, what was kept is forgotten (and read
+    /// again when needed), never grown without end.
+    #[test]
+    fn kept_scans_stay_within_their_bytes() {
+        use std::path::Path;
+        use std::sync::Arc;
+        let stamp = (1, std::time::SystemTime::UNIX_EPOCH);
+        let scan_of = |text: &str| Arc::new(super::KeptScan::of(&super::scan(text)));
+        let small = scan_of("fn a() { b(c) }");
+        let budget = small.size() * 3;
+        let kept = super::FirstAudits::with_max_bytes(budget);
+        for i in 0..3 {
+            kept.put_scan(Path::new(&format!("src/f{i}.rs")), stamp, small.clone());
+        }
+        assert!((0..3).all(|i| kept
+            .scan(Path::new(&format!("src/f{i}.rs")), stamp)
+            .is_some()));
+        // The same file again replaces its entry: nothing is forgotten.
+        kept.put_scan(Path::new("src/f0.rs"), stamp, small.clone());
+        assert!(kept.scan(Path::new("src/f2.rs"), stamp).is_some());
+        // One more is past the budget: the others are forgotten.
+        kept.put_scan(Path::new("src/f3.rs"), stamp, small.clone());
+        assert!(kept.scan(Path::new("src/f3.rs"), stamp).is_some());
+        assert!(kept.scan(Path::new("src/f0.rs"), stamp).is_none());
+        // A scan larger than the whole budget is kept alone.
+        let big = scan_of(&(0..2_000).map(|i| format!("w{i} ")).collect::<String>());
+        assert!(big.size() > budget);
+        kept.put_scan(Path::new("src/big.rs"), stamp, big);
+        assert!(kept.scan(Path::new("src/f3.rs"), stamp).is_none());
     }
 
     /// A read helper (`cached(con, key)` returning `con.get(key)`) is

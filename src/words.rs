@@ -90,6 +90,11 @@ fn slot(table: &[u32], h: u32) -> usize {
 }
 
 impl FileWords {
+    /// The bytes it holds.
+    pub fn size(&self) -> usize {
+        (self.table.len() + self.fns.len()) * std::mem::size_of::<u32>()
+    }
+
     /// One linear pass over `bytes`.
     pub fn of(bytes: &[u8]) -> FileWords {
         let mut table = vec![0u32; 64];
