@@ -308,26 +308,38 @@ fn declared_type(src: &SourceFile, model: &FileModel, e: &Event, path: &str) -> 
     let f = &model.fns[e.func];
     let text = &src.text;
     let in_fn = text.get(f.span.start.offset..f.span.end.offset.min(text.len()))?;
-    let re = Regex::new(&format!(
-        r"(?:^|[^\w.:])\(?{}\s*\)?\s*:([^:]|$)",
-        regex::escape(name)
-    ))
-    .ok()?;
-    let scan = |hay: &str| -> Option<String> {
-        for m in re.find_iter(hay) {
-            let ty = type_text(&hay[m.end() - 1..]);
-            if !ty.is_empty() {
-                return Some(ty);
-            }
-        }
-        None
-    };
+    let scan = |hay: &str| type_after(hay, name);
     if path.contains('.') {
         // A field: the struct definitions of the file.
         scan(text)
     } else {
         scan(in_fn)
     }
+}
+
+/// The type declared for `name` in `hay`: after the first `name:` or
+/// `(name):` that is not part of a path or field access (`x.name:`,
+/// `x::name:`) or a path itself (`name::`).
+fn type_after(hay: &str, name: &str) -> Option<String> {
+    if name.is_empty() {
+        return None;
+    }
+    for (at, _) in hay.match_indices(name) {
+        let before = hay[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | ':')) {
+            continue;
+        }
+        let rest = hay[at + name.len()..].trim_start();
+        let rest = rest.strip_prefix(')').unwrap_or(rest).trim_start();
+        let Some(rest) = rest.strip_prefix(':').filter(|r| !r.starts_with(':')) else {
+            continue;
+        };
+        let ty = type_text(rest);
+        if !ty.is_empty() {
+            return Some(ty);
+        }
+    }
+    None
 }
 
 /// The type text at the start of `s`, up to a `,`, `)`, `=`, `;`, `{` or line
@@ -346,4 +358,36 @@ fn type_text(s: &str) -> String {
         out.push(c);
     }
     out.trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::type_after;
+
+    #[test]
+    fn a_declared_type_is_read_after_its_name() {
+        let cases = [
+            ("fn f(pool: &PgPool, n: u8)", "pool", Some("&PgPool")),
+            (
+                "let (conn): PoolConnection<Postgres> = x;",
+                "conn",
+                Some("PoolConnection<Postgres>"),
+            ),
+            (
+                "struct S { db: sqlx::Pool<MySql>, }",
+                "db",
+                Some("sqlx::Pool<MySql>"),
+            ),
+            // A longer name, a field access, a path: not a declaration.
+            ("fn f(pool_size: u32)", "pool", None),
+            ("self.pool: x", "pool", None),
+            ("pool::connect()", "pool", None),
+            // A character of several bytes right after the colon.
+            ("let pool:é = 1;", "pool", Some("é")),
+            ("", "pool", None),
+        ];
+        for (hay, name, want) in cases {
+            assert_eq!(type_after(hay, name).as_deref(), want, "{hay}");
+        }
+    }
 }
