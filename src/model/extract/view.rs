@@ -19,7 +19,7 @@ use super::fields::{arg_fields, call_arg, named_locals, FieldSets};
 use super::locals::SetId;
 use super::syntax::{collect_words, is_none, str_lit, struct_field};
 use super::walk::Walker;
-use crate::pack::{Api, ApiRef, ExpirySource, KeySpec, Pack, PackSet};
+use crate::pack::{Api, ApiRef, ExpirySource, KeySpec, Pack, PackSet, Role};
 
 /// Most locals followed from a call's arguments for its fields.
 const MAX_FOLLOWED: usize = 16;
@@ -375,11 +375,15 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
         let Some(e) = self.locate(&api.key, &api.matcher.text) else {
             return self.statement_key(api);
         };
-        Some(self.key_at(&e))
+        // Only a release or a delete asks whether its key is the holder's
+        // own (built from its lease id).
+        let lease = matches!(api.role, Role::Release | Role::Delete);
+        Some(self.key_at(&e, lease))
     }
 
-    /// The key `e` is, with the literal it holds.
-    fn key_at(&self, e: &Expr) -> Key {
+    /// The key `e` is, with the literal it holds, and (`lease`) whether it
+    /// is built from a lease id.
+    fn key_at(&self, e: &Expr, lease: bool) -> Key {
         let w = self.w;
         let span = w.cx.src.span_of(e.span());
         let norm = keys::normalise(e);
@@ -389,7 +393,8 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
             text: w.cx.src.snippet(&span).to_string(),
             span,
             literal: keys::literal(e).or_else(|| init.and_then(keys::literal)),
-            holder_lease: keys::embeds_lease_id(e) || init.is_some_and(keys::embeds_lease_id),
+            holder_lease: lease
+                && (keys::embeds_lease_id(e) || init.is_some_and(keys::embeds_lease_id)),
             norm,
         }
     }
@@ -416,7 +421,7 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
             })
         })?;
         if let Some(e) = nth.and_then(|n| self.param(n)) {
-            return Some(self.key_at(&e));
+            return Some(self.key_at(&e, false));
         }
         let text = named_key(&args)?;
         let literal = sql_literal(&text);

@@ -235,8 +235,8 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                     text: src.snippet(&kspan).to_string(),
                     span: kspan,
                     literal: keys::literal(a).or_else(|| init.and_then(keys::literal)),
-                    holder_lease: keys::embeds_lease_id(a)
-                        || init.is_some_and(keys::embeds_lease_id),
+                    holder_lease: matches!(api.role, Role::Release | Role::Delete)
+                        && (keys::embeds_lease_id(a) || init.is_some_and(keys::embeds_lease_id)),
                     norm,
                 });
             }
