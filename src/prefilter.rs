@@ -35,7 +35,9 @@ struct Seen {
     ident: bool,
     /// As a word of an identifier ([`crate::model::lockname::word_at`]).
     word: bool,
-    /// Starting a word ([`starts_word`]): how trigger words count.
+    /// Starting a word ([`starts_word`]) inside a string literal: how
+    /// trigger words count, since a text shape only matches string values
+    /// ([`PackSet::triggered_in_literals`]).
     start: bool,
 }
 
@@ -46,6 +48,8 @@ pub struct Prefilter {
     /// Needles whose presence at the start of a word makes a file worth
     /// parsing (trigger words of APIs that need no other evidence).
     always_start: Vec<bool>,
+    /// Needles that are trigger words (they count inside string literals).
+    trigger: Vec<bool>,
     gates: Vec<Gate>,
     count: usize,
     /// Needle texts, by pattern id.
@@ -125,10 +129,15 @@ impl Prefilter {
         for i in always_start_ids {
             always_start[i] = true;
         }
+        let mut trigger = always_start.clone();
+        for g in gates.iter().filter(|g| !g.ident) {
+            trigger[g.needle] = true;
+        }
         Prefilter {
             ac,
             always,
             always_start,
+            trigger,
             gates,
             count,
             words: needles.into_iter().map(|(_, w)| w).collect(),
@@ -163,20 +172,35 @@ impl Prefilter {
     pub fn reason(&self, bytes: &[u8]) -> Option<&str> {
         let mut seen = vec![Seen::default(); self.count];
         let mut any = false;
+        // Where a word starts with a needle: a trigger word there counts
+        // only inside a string literal, which is known after the pass.
+        let mut starts: Vec<(usize, usize)> = Vec::new();
         for m in self.ac.find_overlapping_iter(bytes) {
             let i = m.pattern().as_usize();
-            let start = starts_word(bytes, m.start());
-            if self.always[i] || (start && self.always_start[i]) {
+            if self.always[i] {
                 return Some(&self.words[i]);
             }
             let s = &mut seen[i];
             s.ident |= ident_at(bytes, m.start(), m.end());
             s.word |= crate::model::lockname::word_at(bytes, m.start(), m.end());
-            s.start |= start;
+            if self.trigger[i] && starts_word(bytes, m.start()) {
+                starts.push((i, m.start()));
+            }
             any = true;
         }
         if !any {
             return None;
+        }
+        if !starts.is_empty() {
+            let bodies = crate::directives::lexer::string_bodies(bytes);
+            for (i, at) in starts {
+                if !seen[i].start && crate::directives::lexer::inside(&bodies, at) {
+                    seen[i].start = true;
+                    if self.always_start[i] {
+                        return Some(&self.words[i]);
+                    }
+                }
+            }
         }
         let mut lock_named: Option<bool> = None;
         self.gates
@@ -244,5 +268,42 @@ mod tests {
             .unwrap();
         assert!(packs.triggered(sql)[mysql]);
         assert!(!packs.triggered(binding)[mysql]);
+    }
+
+    /// A text shape only matches string values, so its trigger word counts
+    /// inside a string literal (plain, raw or byte), in the pre-filter and
+    /// the extractor alike; spelled as a name, in a comment or in a char
+    /// literal's neighbourhood it opens nothing.
+    #[test]
+    fn trigger_words_count_inside_string_literals() {
+        let packs = PackSet::builtin();
+        let pre = Prefilter::new(&packs, &Regex::new("(?i)lock").unwrap());
+        let mysql = packs
+            .packs
+            .iter()
+            .position(|p| p.backend == "mysql")
+            .unwrap();
+        let open = [
+            "fn f() { let q = \"SELECT GET_LOCK(?, 10)\"; }",
+            "fn f() { let q = r#\"SELECT \"x\", GET_LOCK(?, 10)\"#; }",
+            "fn f() { let q = b\"SELECT GET_LOCK(?, 10)\"; }",
+            "fn f() { let c = '\"'; let q = \"SELECT GET_LOCK(?, 10)\"; }",
+            "const Q: &str = \"SELECT\\n GET_LOCK(?, 10)\";",
+        ];
+        for text in open {
+            assert_eq!(pre.reason(text.as_bytes()), Some("get_lock"), "{text}");
+            assert!(packs.triggered_in_literals(text)[mysql], "{text}");
+        }
+        let closed = [
+            "fn f(r: &Reader) { let l = r.get_lock(&key); }",
+            "// SELECT GET_LOCK(?, 10)\nfn f() {}",
+            "/* a /* nested */ GET_LOCK( */ fn f() {}",
+            "fn f<'a>(x: &'a str) -> &'a str { get_lock(x) }",
+            "fn f() { let c = '\"'; get_lock(c); let s = \"done\"; }",
+        ];
+        for text in closed {
+            assert_eq!(pre.reason(text.as_bytes()), None, "{text}");
+            assert!(!packs.triggered_in_literals(text)[mysql], "{text}");
+        }
     }
 }

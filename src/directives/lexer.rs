@@ -660,6 +660,78 @@ pub fn lex(text: &str) -> Lexed {
     }
 }
 
+/// The byte ranges of the bodies of the string literals in `bytes`
+/// (plain, byte, C and raw strings), in order: comments, char literals and
+/// identifiers are skipped as the lexer skips them. An unterminated string
+/// runs to the end.
+pub fn string_bodies(bytes: &[u8]) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut line = 1usize;
+    let mut i = 0usize;
+    while i < bytes.len() {
+        let b = bytes[i];
+        match b {
+            b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                let mut depth = 0usize;
+                while i < bytes.len() {
+                    if bytes[i] == b'/' && bytes.get(i + 1) == Some(&b'*') {
+                        depth += 1;
+                        i += 2;
+                    } else if bytes[i] == b'*' && bytes.get(i + 1) == Some(&b'/') {
+                        depth -= 1;
+                        i += 2;
+                        if depth == 0 {
+                            break;
+                        }
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+            b'"' => {
+                let end = skip_string(bytes, i + 1, &mut line, &mut []);
+                let end = end.min(bytes.len());
+                let close = if end >= i + 2 && bytes[end - 1] == b'"' {
+                    end - 1
+                } else {
+                    end
+                };
+                out.push(i + 1..close);
+                i = end;
+            }
+            b'r' | b'b' | b'c' if starts_raw_string(bytes, i) => {
+                let mut open = i;
+                while bytes[open] != b'"' {
+                    open += 1;
+                }
+                let end = skip_raw_string(bytes, i, &mut line, &mut []);
+                out.push(open + 1..end.clamp(open + 1, bytes.len()));
+                i = end;
+            }
+            b'\'' => i = skip_char_or_lifetime(bytes, i),
+            _ if is_ident_byte(b) => {
+                while i < bytes.len() && is_ident_byte(bytes[i]) {
+                    i += 1;
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    out
+}
+
+/// Whether `at` lies in one of `ranges` (sorted, as [`string_bodies`]
+/// gives them).
+pub fn inside(ranges: &[std::ops::Range<usize>], at: usize) -> bool {
+    let k = ranges.partition_point(|r| r.end <= at);
+    ranges.get(k).is_some_and(|r| r.start <= at)
+}
+
 fn skip_string(bytes: &[u8], mut i: usize, line: &mut usize, lines: &mut [LineInfo]) -> usize {
     while i < bytes.len() {
         match bytes[i] {

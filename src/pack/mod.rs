@@ -382,6 +382,32 @@ impl PackSet {
         hit
     }
 
+    /// Which packs have a trigger word starting a word inside a string
+    /// literal of the Rust source `text`: a text shape only ever matches
+    /// string values, so a trigger word spelled as an identifier
+    /// (`reader.get_lock(key)`) or in a comment opens nothing. The
+    /// pre-filter judges a file the same way.
+    pub fn triggered_in_literals(&self, text: &str) -> Vec<bool> {
+        let mut hit = vec![false; self.packs.len()];
+        let Some(ac) = &self.triggers else {
+            return hit;
+        };
+        let bytes = text.as_bytes();
+        let mut bodies = None;
+        for m in ac.find_overlapping_iter(text) {
+            let pack = self.trigger_pack[m.pattern().as_usize()];
+            if hit[pack] || !crate::prefilter::starts_word(bytes, m.start()) {
+                continue;
+            }
+            let bodies =
+                bodies.get_or_insert_with(|| crate::directives::lexer::string_bodies(bytes));
+            if crate::directives::lexer::inside(bodies, m.start()) {
+                hit[pack] = true;
+            }
+        }
+        hit
+    }
+
     pub fn api(&self, r: ApiRef) -> &Api {
         &self.packs[r.pack].apis[r.api]
     }

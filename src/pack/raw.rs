@@ -28,9 +28,10 @@ pub struct RawPack {
     pub consensus_note: Option<String>,
     /// Words that any text an API of this pack matches by `text` alone
     /// must contain, each starting a word (`pg_advisory` in
-    /// `SELECT pg_advisory_lock`, not in `my_pg_advisory`): a file without
-    /// one is never parsed for those APIs. Method, function, macro and
-    /// command names are used as they are.
+    /// `SELECT pg_advisory_lock`, not in `my_pg_advisory`). Such text is a
+    /// string value, so a word counts inside a string literal of the file:
+    /// a file that spells none there is never parsed for those APIs.
+    /// Method, function, macro and command names are used as they are.
     #[serde(default)]
     pub trigger_words: Vec<String>,
     /// Methods that throw a reply away (redis-rs `exec`, `exec_async`): an API

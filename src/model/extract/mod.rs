@@ -116,7 +116,7 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
         }
     }
     // The text shapes (SQL, Lua) whose packs' trigger words the file holds.
-    let mut hit = packs.triggered(&src.text);
+    let mut hit = packs.triggered_in_literals(&src.text);
     // Packs with a text shape that is a lock call itself: an effect's text
     // (an `UPDATE`) only matters beside a lock this file would see anyway.
     let mut lock_text = vec![false; packs.packs.len()];
