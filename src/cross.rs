@@ -3,8 +3,9 @@
 //! The first round audits every file on its own and brings back each
 //! file's *wrappers*: functions that take, release or renew a lock and hand
 //! the outcome back (`async fn acquire_lock(&self, key, ttl) -> bool`). A
-//! crate is the nearest directory above a file with a `Cargo.toml`; files
-//! under none are one crate together. Then:
+//! crate is the nearest directory above a file with a `Cargo.toml`, else
+//! the nearest laid out as a crate (`src/lib.rs`, `src/main.rs`, `lib.rs`
+//! or `main.rs`); files in neither are one crate together. Then:
 //!
 //! 1. every other file of the crate that calls such a wrapper by name
 //!    (`acquire_lock(`, `locks::acquire_lock(`, `.acquire_lock(`) is audited
@@ -81,31 +82,51 @@ impl Audited {
     }
 }
 
-/// Finds each file's crate root (nearest ancestor with a `Cargo.toml`),
-/// asking the file system once per directory.
+/// Finds each file's crate ([`crate::model::resolve::crate_root_at_or_above`]):
+/// the nearest ancestor with a `Cargo.toml`, else the nearest laid out as a
+/// crate, asking the file system once per directory.
 #[derive(Default)]
 struct Roots {
     by_dir: HashMap<PathBuf, Option<PathBuf>>,
+    by_layout: HashMap<PathBuf, Option<PathBuf>>,
 }
 
 impl Roots {
     fn of(&mut self, file: &Path, cwd: &Path) -> Option<PathBuf> {
         let dir = cwd.join(file.parent().unwrap_or(Path::new(".")));
+        let is_manifest =
+            |d: &Path| std::fs::symlink_metadata(d.join("Cargo.toml")).is_ok_and(|m| m.is_file());
+        Self::nearest(&mut self.by_dir, &dir, is_manifest).or_else(|| {
+            Self::nearest(
+                &mut self.by_layout,
+                &dir,
+                crate::model::resolve::laid_out_as_crate,
+            )
+        })
+    }
+
+    /// The nearest directory at or above `dir` that `is_root`, each
+    /// directory passed remembered in `memo`.
+    fn nearest(
+        memo: &mut HashMap<PathBuf, Option<PathBuf>>,
+        dir: &Path,
+        is_root: impl Fn(&Path) -> bool,
+    ) -> Option<PathBuf> {
         let mut passed = Vec::new();
-        let mut cur = Some(dir.as_path());
+        let mut cur = Some(dir);
         let found = loop {
             let Some(d) = cur else { break None };
-            if let Some(known) = self.by_dir.get(d) {
+            if let Some(known) = memo.get(d) {
                 break known.clone();
             }
             passed.push(d.to_path_buf());
-            if std::fs::symlink_metadata(d.join("Cargo.toml")).is_ok_and(|m| m.is_file()) {
+            if is_root(d) {
                 break Some(d.to_path_buf());
             }
             cur = d.parent();
         };
         for d in passed {
-            self.by_dir.insert(d, found.clone());
+            memo.insert(d, found.clone());
         }
         found
     }
@@ -881,7 +902,8 @@ pub fn crate_passes(
     }
     let walked = files.len();
     let mut roots = Roots::default();
-    // Files under no `Cargo.toml` are one crate: the walked tree.
+    // Files under no `Cargo.toml` and in no crate layout are one crate:
+    // the walked tree.
     let mut crate_of: Vec<PathBuf> = files
         .iter()
         .map(|f| roots.of(&f.path, cwd).unwrap_or_default())

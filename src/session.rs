@@ -689,10 +689,9 @@ fn crate_passes(
     // A named file, or a named directory inside a crate, may leave part
     // of its crate unwalked.
     let partial = !p.named.is_empty()
-        || p.walked_dirs.iter().any(|d| {
-            !d.join("Cargo.toml").is_file()
-                && crate::model::resolve::crate_root_on_disk(d).is_some()
-        });
+        || p.walked_dirs
+            .iter()
+            .any(|d| crate::model::resolve::crate_root_at_or_above(d).is_some_and(|r| r != *d));
     let sources = crate::cross::Sources {
         first: &first,
         engine: &engine,

@@ -1848,3 +1848,61 @@ fn inventory_shows_the_wrappers_a_lock_is_taken_through() {
         table.stdout
     );
 }
+
+/// Sources copied without their manifests (or a monorepo built by Bazel)
+/// still have crates: a directory laid out as one (`src/lib.rs`) is a
+/// crate. Two services that each keep a copy of the same Redis helper are
+/// two crates, each caller reaching its own copy, exactly as with their
+/// `Cargo.toml`s; taken as one crate, the name would be defined twice and
+/// followed nowhere, and both dropped results would go unreported.
+#[test]
+fn crates_without_manifests_are_found_by_their_layout() {
+    let tmp = tempfile::tempdir().unwrap();
+    let helper = "/// lock-purpose: efficiency — one worker runs the job; a second run only wastes work.\n\
+                  pub fn acquire_lock(con: &mut redis::Connection, key: &str, me: &str) -> bool {\n    \
+                  redis::cmd(\"SET\").arg(key).arg(me).arg(\"NX\").arg(\"PX\").arg(30_000)\n        \
+                  .query::<Option<String>>(con).map(|r| r.is_some()).unwrap_or(false)\n}\n";
+    for service in ["billing", "mailer"] {
+        let src = tmp.path().join(service).join("src");
+        fs::create_dir_all(&src).unwrap();
+        fs::write(src.join("lib.rs"), "mod jobs;\nmod locks;\n").unwrap();
+        fs::write(src.join("locks.rs"), helper).unwrap();
+        let jobs = format!(
+            "use crate::locks;\n\npub fn run(con: &mut redis::Connection) {{\n    \
+             locks::acquire_lock(con, \"lock:{service}\", \"worker-1\");\n}}\n"
+        );
+        fs::write(src.join("jobs.rs"), jobs).unwrap();
+    }
+    let findings = |dir: &Path| -> BTreeSet<(String, u64, String)> {
+        let run = lockaudit(dir, &["check", "--format", "json", "."]);
+        assert_eq!(run.code, 1, "{run:?}");
+        json(&run.stdout)["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                (
+                    f["path"].as_str().unwrap().to_string(),
+                    f["line"].as_u64().unwrap(),
+                    f["check"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let expected: BTreeSet<(String, u64, String)> = ["billing", "mailer"]
+        .iter()
+        .map(|s| {
+            (
+                format!("{s}/src/jobs.rs"),
+                4,
+                "ignored-acquire-result".to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(findings(tmp.path()), expected);
+    for service in ["billing", "mailer"] {
+        let manifest = format!("[package]\nname = \"{service}\"\nversion = \"0.1.0\"\n");
+        fs::write(tmp.path().join(service).join("Cargo.toml"), manifest).unwrap();
+    }
+    assert_eq!(findings(tmp.path()), expected);
+}

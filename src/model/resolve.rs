@@ -259,18 +259,28 @@ pub fn module_of(path: &Path) -> Option<String> {
     Some(name.replace('-', "_"))
 }
 
-/// The nearest directory above `file` (a file or a directory, itself not
-/// included) with a `Cargo.toml`, asked of the file system, one `stat` per
-/// directory.
-pub fn crate_root_on_disk(file: &Path) -> Option<PathBuf> {
-    crate_root_at_or_above(file.parent()?)
-}
-
-/// The nearest directory, `dir` itself included, with a `Cargo.toml`.
-fn crate_root_at_or_above(dir: &Path) -> Option<PathBuf> {
+/// The crate of a directory: the nearest directory, `dir` itself
+/// included, with a `Cargo.toml`; under none (a tree of sources copied
+/// without their manifests, a Bazel or Buck monorepo), the nearest laid
+/// out as a crate ([`laid_out_as_crate`]).
+pub fn crate_root_at_or_above(dir: &Path) -> Option<PathBuf> {
     dir.ancestors()
         .find(|d| std::fs::symlink_metadata(d.join("Cargo.toml")).is_ok_and(|m| m.is_file()))
+        .or_else(|| dir.ancestors().find(|d| laid_out_as_crate(d)))
         .map(Path::to_path_buf)
+}
+
+/// Whether `dir` is laid out as a crate without a manifest: it holds
+/// `src/lib.rs` or `src/main.rs`, or `lib.rs` or `main.rs` itself unless it
+/// is a `src` directory (whose parent is the crate).
+pub fn laid_out_as_crate(dir: &Path) -> bool {
+    let file = |p: PathBuf| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file());
+    let src = dir.join("src");
+    if file(src.join("lib.rs")) || file(src.join("main.rs")) {
+        return true;
+    }
+    dir.file_name().is_some_and(|n| n != "src")
+        && (file(dir.join("lib.rs")) || file(dir.join("main.rs")))
 }
 
 /// A crate's `.rs` files on disk, by display path relative to `cwd`:
