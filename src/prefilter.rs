@@ -191,6 +191,18 @@ impl Prefilter {
         if !any {
             return None;
         }
+        let mut lock_named: Option<bool> = None;
+        let mut passes = |g: &Gate, seen: &[Seen]| {
+            let s = seen[g.needle];
+            (if g.ident { s.ident } else { s.start })
+                && (g.crates.is_empty() || g.crates.iter().any(|&c| seen[c].word))
+                && (!g.needs_lock_name || *lock_named.get_or_insert_with(|| self.lock_named(bytes)))
+        };
+        // The gates of names first: where one passes, the string literals
+        // need not be found.
+        if let Some(g) = self.gates.iter().find(|g| g.ident && passes(g, &seen)) {
+            return Some(&self.words[g.needle]);
+        }
         if !starts.is_empty() {
             let bodies = crate::directives::lexer::string_bodies(bytes);
             for (i, at) in starts {
@@ -202,16 +214,9 @@ impl Prefilter {
                 }
             }
         }
-        let mut lock_named: Option<bool> = None;
         self.gates
             .iter()
-            .find(|g| {
-                let s = seen[g.needle];
-                (if g.ident { s.ident } else { s.start })
-                    && (g.crates.is_empty() || g.crates.iter().any(|&c| seen[c].word))
-                    && (!g.needs_lock_name
-                        || *lock_named.get_or_insert_with(|| self.lock_named(bytes)))
-            })
+            .find(|g| !g.ident && passes(g, &seen))
             .map(|g| self.words[g.needle].as_str())
     }
 }

@@ -40,11 +40,27 @@ fn key() -> u64 {
 /// The hash of a word: its bytes eight at a time, keyed, multiplied and
 /// mixed down to 32 bits, never 0 (the empty slot).
 pub fn hash(word: &[u8]) -> u32 {
-    let mut h = key() ^ word.len() as u64;
-    for chunk in word.chunks(8) {
-        let mut buf = [0u8; 8];
-        buf[..chunk.len()].copy_from_slice(chunk);
-        h = (h.rotate_left(5) ^ u64::from_le_bytes(buf)).wrapping_mul(0x517c_c1b7_2722_0a95);
+    hash_keyed(key(), word)
+}
+
+/// [`hash`] with the run's key already read: a file's words are hashed in
+/// one loop, and most are shorter than eight bytes.
+#[inline]
+fn hash_keyed(key: u64, word: &[u8]) -> u32 {
+    let mut h = key ^ word.len() as u64;
+    let mut chunks = word.chunks_exact(8);
+    for chunk in &mut chunks {
+        let v = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        h = (h.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        // The last bytes, zero-padded, as a little-endian word.
+        let v = rest
+            .iter()
+            .rev()
+            .fold(0u64, |v, &b| (v << 8) | u64::from(b));
+        h = (h.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
     }
     let h = ((h >> 32) ^ h) as u32;
     h.max(1)
@@ -95,30 +111,22 @@ impl FileWords {
         (self.table.len() + self.fns.len()) * std::mem::size_of::<u32>()
     }
 
-    /// One linear pass over `bytes`.
+    /// One linear pass over `bytes`: each block of 64 bytes becomes a mask
+    /// of its identifier bytes, and the words are read from where the mask
+    /// turns on and off, not byte by byte.
     pub fn of(bytes: &[u8]) -> FileWords {
+        let key = key();
         let mut table = vec![0u32; 64];
         let mut len = 0usize;
         let mut fns = Vec::new();
         let mut after_fn = false;
-        let mut i = 0;
-        let n = bytes.len();
-        while i < n {
-            if !IDENT[bytes[i] as usize] {
-                i += 1;
-                continue;
-            }
-            let start = i;
-            while i < n && IDENT[bytes[i] as usize] {
-                i += 1;
-            }
-            let word = &bytes[start..i];
-            if word[0].is_ascii_digit() {
+        let mut word = |w: &[u8], table: &mut Vec<u32>| {
+            if w[0].is_ascii_digit() {
                 after_fn = false;
-                continue;
+                return;
             }
-            let h = hash(word);
-            let at = slot(&table, h);
+            let h = hash_keyed(key, w);
+            let at = slot(table, h);
             if table[at] == 0 {
                 table[at] = h;
                 len += 1;
@@ -126,9 +134,9 @@ impl FileWords {
                 if len * 2 > table.len() {
                     // Doubled: the size stays a power of two (the mask).
                     let bigger = vec![0u32; table.len() * 2];
-                    let old = std::mem::replace(&mut table, bigger);
+                    let old = std::mem::replace(table, bigger);
                     for h in old.into_iter().filter(|&h| h != 0) {
-                        let at = slot(&table, h);
+                        let at = slot(table, h);
                         table[at] = h;
                     }
                 }
@@ -136,7 +144,43 @@ impl FileWords {
             if after_fn {
                 fns.push(h);
             }
-            after_fn = word == b"fn";
+            after_fn = w == b"fn";
+        };
+        // Where the word being read began, and whether the last byte of the
+        // previous block was an identifier byte.
+        let mut from = 0usize;
+        let mut carry = 0u64;
+        for (b, block) in bytes.chunks(64).enumerate() {
+            let base = b * 64;
+            let mut mask = 0u64;
+            for (k, &c) in block.iter().enumerate() {
+                mask |= u64::from(IDENT[c as usize]) << k;
+            }
+            let shifted = (mask << 1) | carry;
+            let starts = mask & !shifted;
+            // A word ends at the first byte after it that is not part of it
+            // (bits past a short last block are never set: the end of the
+            // text is handled below).
+            let valid = if block.len() == 64 {
+                u64::MAX
+            } else {
+                (1u64 << block.len()) - 1
+            };
+            let ends = !mask & shifted & valid;
+            let mut edges = starts | ends;
+            while edges != 0 {
+                let k = edges.trailing_zeros() as usize;
+                edges &= edges - 1;
+                if starts & (1 << k) != 0 {
+                    from = base + k;
+                } else {
+                    word(&bytes[from..base + k], &mut table);
+                }
+            }
+            carry = (mask >> (block.len() - 1)) & 1;
+        }
+        if carry == 1 {
+            word(&bytes[from..], &mut table);
         }
         fns.sort_unstable();
         fns.dedup();
@@ -220,6 +264,50 @@ mod tests {
         assert!(!w.meets(&super::hashes(needles.iter().copied())));
         needles.push("take");
         assert!(w.meets(&super::hashes(needles.iter().copied())));
+    }
+
+    /// Words read by blocks are the words read byte by byte: every
+    /// identifier at every offset around a block's edge, a word that runs
+    /// across blocks or to the end of the text, non-ASCII names and
+    /// numbers.
+    #[test]
+    fn words_across_block_edges_are_whole() {
+        let by_bytes = |bytes: &[u8]| -> Vec<String> {
+            let mut out = Vec::new();
+            let mut i = 0;
+            while i < bytes.len() {
+                if !super::is_ident_byte(bytes[i]) {
+                    i += 1;
+                    continue;
+                }
+                let start = i;
+                while i < bytes.len() && super::is_ident_byte(bytes[i]) {
+                    i += 1;
+                }
+                if !bytes[start].is_ascii_digit() {
+                    out.push(String::from_utf8_lossy(&bytes[start..i]).into_owned());
+                }
+            }
+            out
+        };
+        for pad in 0..70 {
+            for tail in ["", " ", "fn überschrift", "x", ";fn take"] {
+                let long = "a".repeat(pad * 3);
+                let text = format!(
+                    "{}fn acquire_lock(k: &str) -> 9lives {long} {{ r#type }}{tail}",
+                    " ".repeat(pad)
+                );
+                let w = FileWords::of(text.as_bytes());
+                let words = by_bytes(text.as_bytes());
+                assert!(words.iter().all(|x| w.has(x)), "{text:?}");
+                assert!(w.defines("acquire_lock"), "{text:?}");
+                assert!(!w.has("lives") && !w.has("9lives"), "{text:?}");
+                assert!(!w.has("acquire") && !w.has("lock"), "{text:?}");
+                if tail.starts_with(";fn") {
+                    assert!(w.defines("take"), "{text:?}");
+                }
+            }
+        }
     }
 
     #[test]
