@@ -232,16 +232,47 @@ fn check_one(ctx: &CheckCtx, a: &Event, out: &mut Vec<Finding>) {
     {
         finding = finding.note("the token is only logged: a log line checks nothing");
     }
-    // "Is it still mine?" right before an effect.
-    if let Some(check) = ctx.model.fn_events(a.func).find(|e| {
-        in_section(e.span.start.offset)
-            && (e.role == Role::OwnershipCheck
+    // "Is it still mine?" before an effect that carries no token: an
+    // ownership check or a read of the lock's own key (a pack's API), or a
+    // call whose name asks it (`is_leader()`, `still_holds(..)`).
+    let before_unfenced = |span: &Span| {
+        in_section(span.start.offset)
+            && unfenced
+                .iter()
+                .any(|u| u.span.start.offset >= span.end.offset)
+    };
+    let asked = ctx
+        .model
+        .fn_events(a.func)
+        .filter(|e| {
+            e.role == Role::OwnershipCheck
                 || (e.role == Role::Read
-                    && e.key.as_ref().map(|k| &k.norm) == a.key.as_ref().map(|k| &k.norm)))
-    }) {
-        finding = finding
-            .secondary(check.span, "ownership is checked here, before the effect")
-            .note("verify-then-act is not atomic across a network: the holder can pause between this check and the write");
+                    && e.key.as_ref().map(|k| &k.norm) == a.key.as_ref().map(|k| &k.norm))
+        })
+        .map(|e| {
+            (
+                e.span,
+                1,
+                "ownership is checked here, before the write".to_string(),
+            )
+        })
+        // A call that names what it asks says it best, at the same place.
+        .chain(f.held_checks.iter().map(|c| {
+            (
+                c.span,
+                0,
+                format!(
+                    "`{}()` asks whether the lock is still held, then the write goes ahead",
+                    c.name
+                ),
+            )
+        }))
+        .filter(|(span, _, _)| before_unfenced(span))
+        .min_by_key(|(span, rank, _)| (span.start.offset, *rank));
+    if let Some((span, _, label)) = asked {
+        finding = finding.secondary(span, label).note(
+            "checking the lock again is not a fence: the holder can pause between the check and the write, and its lease can run out in that gap; only the resource, comparing a token inside the write, closes it",
+        );
     }
     if effects == 0 && kind != TokenKind::Monotonic {
         finding = finding.note("no effect of the critical section is visible here; wherever the work happens, nothing can reject a stale holder");
@@ -445,13 +476,90 @@ fn f(con: &mut redis::Connection, db: &mut postgres::Client, lock_key: &str) -> 
     let fence: i64 = con.incr("fence", 1)?;
     let holder: Option<String> = con.get(lock_key)?;
     db.execute("UPDATE t SET a = 1 WHERE fence < $1", &[&fence]);
+    db.execute("UPDATE u SET b = 2", &[]);
     Ok(())
 }
 "#,
         );
-        assert!(n.iter().any(|x| x.contains("verify-then-act")), "{n:?}");
+        assert!(n.iter().any(|x| x.contains("not a fence")), "{n:?}");
         assert!(n.iter().any(|x| x.contains("mint later")), "{n:?}");
         assert!(n.iter().any(|x| x.contains("random owner id")), "{n:?}");
+    }
+
+    /// "Is it still mine?" before a write is named, with the call that
+    /// asks, however it is spelled; a check after the write, or a question
+    /// about the domain, adds nothing.
+    #[test]
+    fn a_check_before_the_write_is_named_as_no_fence() {
+        let src = include_str!("../../fixtures/checks/unfenced-correctness-lock/check_then_act.rs");
+        let packs = PackSet::builtin();
+        let settings = Settings::default();
+        let only = [CheckId::UnfencedCorrectnessLock];
+        let engine = Engine::new(&packs, &settings).only(&only);
+        let out = engine.check_bytes("t.rs", src.as_bytes(), false);
+        let line_of = |needle: &str| src.lines().position(|l| l.contains(needle)).unwrap() + 1;
+        let named = |f: &crate::finding::Finding| {
+            f.notes.iter().any(|n| n.contains("not a fence")).then(|| {
+                f.labels
+                    .iter()
+                    .map(|l| l.message.clone())
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            })
+        };
+        let by_line: std::collections::HashMap<usize, Option<String>> = out
+            .findings
+            .iter()
+            .map(|f| (f.span.start.line, named(f)))
+            .collect();
+        for (lock, asks) in [
+            ("lock:renumber", Some("`is_leader()`")),
+            ("lock:ledger\").arg(me)", Some("still_holds_lock")),
+            ("lock:export", Some("`am_i_leader()`")),
+            ("lock:late", None),
+            ("lock:doc", None),
+        ] {
+            let line = line_of(lock);
+            let got = by_line
+                .get(&line)
+                .unwrap_or_else(|| panic!("no finding at {line}: {by_line:?}"));
+            match (asks, got) {
+                (Some(a), Some(labels)) => assert!(labels.contains(a), "{lock}: {labels}"),
+                (None, None) => {}
+                _ => panic!("{lock}: expected {asks:?}, got {got:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn names_that_ask_whether_the_lock_is_still_held() {
+        use crate::model::asks_if_held;
+        for name in [
+            "is_leader",
+            "am_i_leader",
+            "still_holds_lock",
+            "verify_lease_ownership",
+            "has_lock",
+            "is_lock_held",
+            "check_leadership",
+            "is_still_holder",
+            "r#is_leader",
+        ] {
+            assert!(asks_if_held(name), "{name}");
+        }
+        for name in [
+            "is_owner",
+            "has_permission",
+            "is_locked",
+            "check_balance",
+            "is_leaf",
+            "leader",
+            "holds",
+            "verify_signature",
+            "lock_holder_name",
+        ] {
+            assert!(!asks_if_held(name), "{name}");
+        }
     }
 
     #[test]

@@ -359,6 +359,48 @@ pub struct FnModel {
     pub calls: Vec<CallSite>,
     pub logs: Vec<LogUse>,
     pub guards: Vec<Guard>,
+    /// Calls whose name says they ask whether the lock or leadership is
+    /// still held (`is_leader()`, `still_holds(..)`), whoever defines them
+    /// ([`asks_if_held`]).
+    pub held_checks: Vec<HeldCheck>,
+}
+
+/// A call that asks "is it still mine?" ([`asks_if_held`]).
+#[derive(Debug, Clone)]
+pub struct HeldCheck {
+    pub name: String,
+    pub span: Span,
+}
+
+/// Whether a function's name says it asks whether a lock, a lease or
+/// leadership is still held: a question word first (`is`, `am`, `still`,
+/// `check`, `verify`, `has`, `holds`, `owns`) and a holder word after it
+/// (`leader`, `leadership`, `holder`, `held`, `holds`, `mine`, or `owner`
+/// and `ownership` next to `lock` or `lease`), as in `is_leader`,
+/// `am_i_leader`, `still_holds_lock`, `verify_lease_ownership`, or
+/// `has_lock`. A name of the domain (`is_owner(doc)`, `has_permission`)
+/// is not one.
+pub fn asks_if_held(name: &str) -> bool {
+    let name = name.strip_prefix("r#").unwrap_or(name);
+    let mut words = name.split('_').filter(|w| !w.is_empty());
+    let Some(first) = words.next() else {
+        return false;
+    };
+    let first = first.to_ascii_lowercase();
+    if !matches!(
+        first.as_str(),
+        "is" | "am" | "still" | "check" | "verify" | "has" | "holds" | "owns"
+    ) {
+        return false;
+    }
+    let rest: Vec<String> = words.map(str::to_ascii_lowercase).collect();
+    let has = |w: &str| rest.iter().any(|r| r == w);
+    let of_lock = has("lock") || has("lease");
+    ["leader", "leadership", "holder", "held", "holds", "mine"]
+        .iter()
+        .any(|w| has(w))
+        || (of_lock && (has("owner") || has("ownership") || has("still")))
+        || (matches!(first.as_str(), "has" | "holds" | "owns" | "still") && of_lock)
 }
 
 /// Everything the checks know about one file.

@@ -82,6 +82,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
     }
 
     pub(super) fn record_calls(&mut self, chain: &Chain<'ast>) {
+        self.record_held_checks(chain);
         if let Root::Call { path, args } = &chain.root {
             let name = path
                 .segments
@@ -174,6 +175,37 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 module: None,
                 owner,
             });
+        }
+    }
+
+    /// The calls of the chain whose name asks whether the lock is still
+    /// held (`self.is_leader()`, `locks::still_holds(..)`), for the fencing
+    /// check to say why such a check is no fence.
+    fn record_held_checks(&mut self, chain: &Chain<'ast>) {
+        use crate::model::event::{asks_if_held, HeldCheck};
+        if let Root::Call { path, .. } = &chain.root {
+            if let Some(last) = path.segments.last() {
+                let name = last.ident.to_string();
+                if asks_if_held(&name) {
+                    let span = expr_span(self.cx.src, chain.root_expr);
+                    self.model.fns[self.f]
+                        .held_checks
+                        .push(HeldCheck { name, span });
+                }
+            }
+        }
+        for s in chain.segs.iter().skip(chain.inherited) {
+            let SegKind::Method { name, .. } = &s.kind else {
+                continue;
+            };
+            if asks_if_held(name) {
+                let start = self.cx.src.span_of(s.start).start;
+                let end = expr_span(self.cx.src, s.expr).end;
+                self.model.fns[self.f].held_checks.push(HeldCheck {
+                    name: name.clone(),
+                    span: crate::source::Span { start, end },
+                });
+            }
         }
     }
 }
