@@ -20,13 +20,14 @@ pub enum CheckId {
     IgnoredRenewalFailure,
     NonConsensusCorrectnessLock,
     PooledSessionLock,
+    MismatchedReleaseKey,
     UnattachedPurpose,
     UnusedSuppression,
     ParseError,
 }
 
 impl CheckId {
-    pub const ALL: [CheckId; 14] = [
+    pub const ALL: [CheckId; 15] = [
         CheckId::MissingPurpose,
         CheckId::UnknownPurpose,
         CheckId::ReadThenWriteAcquire,
@@ -38,6 +39,7 @@ impl CheckId {
         CheckId::IgnoredRenewalFailure,
         CheckId::NonConsensusCorrectnessLock,
         CheckId::PooledSessionLock,
+        CheckId::MismatchedReleaseKey,
         CheckId::UnattachedPurpose,
         CheckId::UnusedSuppression,
         CheckId::ParseError,
@@ -57,6 +59,7 @@ impl CheckId {
             CheckId::NonConsensusCorrectnessLock => "non-consensus-correctness-lock",
             CheckId::UnattachedPurpose => "unattached-purpose",
             CheckId::PooledSessionLock => "pooled-session-lock",
+            CheckId::MismatchedReleaseKey => "mismatched-release-key",
             CheckId::UnusedSuppression => "unused-suppression",
             CheckId::ParseError => "parse-error",
         }

@@ -10,6 +10,7 @@ mod common;
 mod ignored_acquire_result;
 mod ignored_renewal_failure;
 mod lock_without_expiry;
+mod mismatched_release_key;
 mod missing_purpose;
 mod non_consensus_correctness_lock;
 mod parse_error;
@@ -76,6 +77,7 @@ pub static CHECKS: &[CheckInfo] = &[
     ignored_renewal_failure::INFO,
     non_consensus_correctness_lock::INFO,
     pooled_session_lock::INFO,
+    mismatched_release_key::INFO,
     unattached_purpose::INFO,
     unused_suppression::INFO,
     parse_error::INFO,
