@@ -381,26 +381,26 @@ pub struct HeldCheck {
 /// `has_lock`. A name of the domain (`is_owner(doc)`, `has_permission`)
 /// is not one.
 pub fn asks_if_held(name: &str) -> bool {
+    const FIRST: [&str; 8] = [
+        "is", "am", "still", "check", "verify", "has", "holds", "owns",
+    ];
+    const HOLDER: [&str; 6] = ["leader", "leadership", "holder", "held", "holds", "mine"];
     let name = name.strip_prefix("r#").unwrap_or(name);
     let mut words = name.split('_').filter(|w| !w.is_empty());
     let Some(first) = words.next() else {
         return false;
     };
-    let first = first.to_ascii_lowercase();
-    if !matches!(
-        first.as_str(),
-        "is" | "am" | "still" | "check" | "verify" | "has" | "holds" | "owns"
-    ) {
+    let is = |w: &str, set: &[&str]| set.iter().any(|s| w.eq_ignore_ascii_case(s));
+    if !is(first, &FIRST) {
         return false;
     }
-    let rest: Vec<String> = words.map(str::to_ascii_lowercase).collect();
-    let has = |w: &str| rest.iter().any(|r| r == w);
-    let of_lock = has("lock") || has("lease");
-    ["leader", "leadership", "holder", "held", "holds", "mine"]
-        .iter()
-        .any(|w| has(w))
-        || (of_lock && (has("owner") || has("ownership") || has("still")))
-        || (matches!(first.as_str(), "has" | "holds" | "owns" | "still") && of_lock)
+    let (mut holder, mut of_lock, mut owner) = (false, false, false);
+    for w in words {
+        holder |= is(w, &HOLDER);
+        of_lock |= is(w, &["lock", "lease"]);
+        owner |= is(w, &["owner", "ownership", "still"]);
+    }
+    holder || (of_lock && (owner || is(first, &["has", "holds", "owns", "still"])))
 }
 
 /// Everything the checks know about one file.
