@@ -1541,7 +1541,7 @@ mod tests {
         use std::sync::Arc;
         let first = engine.keeping(true);
         // The edited file is the editor's buffer, as in
-        // `Engine::check_in_crate`; the others come from disk.
+        // `session::audit_in_crate`; the others come from disk.
         let read = |p: &Path, _: usize| -> Option<Arc<[u8]>> {
             if p == dir.join("src/jobs.rs") {
                 return Some(edited.as_bytes().into());

@@ -746,7 +746,7 @@ pub(crate) fn audit_stdin(p: &Prepared, name: &Path) -> Result<Audit, Failure> {
     let out = if bytes.len() as u64 > limit {
         engine.too_large(&shown, bytes.len() as u64)
     } else {
-        engine.check_in_crate(&shown, &bytes, &p.cwd, Some(&s.excludes), None)
+        audit_in_crate(&engine, &shown, &bytes, &p.cwd, Some(&s.excludes), None)
     };
     let text = String::from_utf8_lossy(&bytes);
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text).to_string();
@@ -778,4 +778,71 @@ pub(crate) fn lexically(path: &Path) -> PathBuf {
         }
     }
     out
+}
+
+/// Audits one file alone (the language server, an unsaved buffer), as
+/// a run naming only that file would: its crate's other files on disk
+/// are read for the wrappers, texts and functions they offer
+/// ([`crate::cross::crate_passes`]), within `excludes` and the size
+/// limit. With `first_audits` (an editor session's), a crate file that
+/// has not changed on disk since an earlier call is neither read nor
+/// audited again for what it offers.
+pub fn audit_in_crate(
+    engine: &Engine<'_>,
+    shown: &str,
+    bytes: &[u8],
+    cwd: &std::path::Path,
+    excludes: Option<&crate::walk::Excludes>,
+    first_audits: Option<&crate::cross::FirstAudits>,
+) -> FileOutcome {
+    let first = engine.keeping(true).check_bytes(shown, bytes, false);
+    let Ok(pool) = crate::parse::pool(None) else {
+        return first;
+    };
+    let path = cwd.join(shown);
+    let max = engine.settings.max_file_size;
+    let unfiltered = engine.with_prefilter(None).keeping(false);
+    let engine_of = |_: usize| unfiltered;
+    let kept = engine.keeping(true);
+    let first_engine = |_: usize| kept;
+    let read = |p: &std::path::Path, _: usize| -> Option<std::sync::Arc<[u8]>> {
+        if p == path {
+            return Some(bytes.into());
+        }
+        crate::source::read_capped(p, max)
+            .ok()
+            .and_then(Result::ok)
+            .map(Into::into)
+    };
+    // Only a crate inside the file's repository (the git top level
+    // above it) is read; a file in no repository is on its own machine
+    // and its crate is read wherever it is.
+    let top = std::fs::canonicalize(&path).ok().and_then(|real| {
+        real.ancestors()
+            .find(|d| d.join(".git").exists())
+            .map(std::path::Path::to_path_buf)
+    });
+    let crate_files = |root: &std::path::Path, _: usize| {
+        let real = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        if top.as_ref().is_some_and(|t| !real.starts_with(t)) {
+            return Vec::new();
+        }
+        crate::model::resolve::crate_files_on_disk(root, cwd, excludes, max)
+    };
+    let sources = crate::cross::Sources {
+        first: &first_engine,
+        engine: &engine_of,
+        read: &read,
+        crate_files: &crate_files,
+        partial: true,
+        first_audits,
+    };
+    let mut files = vec![crate::cross::Audited::new(
+        path.clone(),
+        0,
+        shown.to_string(),
+        first,
+    )];
+    crate::cross::crate_passes(&mut files, cwd, &pool, false, &sources);
+    files.pop().map(|f| f.outcome).unwrap_or_default()
 }

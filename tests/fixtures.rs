@@ -122,12 +122,12 @@ fn helpers_in_other_files_of_the_crate_are_followed() -> Result<(), Failed> {
     let settings = Settings::default();
     let only = [CheckId::UnfencedCorrectnessLock];
     let engine = Engine::new(&packs, &settings).only(&only);
-    let found: Vec<String> = engine
-        .check_in_crate(rel, &bytes, root, None, None)
-        .findings
-        .iter()
-        .map(describe)
-        .collect();
+    let found: Vec<String> =
+        lockaudit::session::audit_in_crate(&engine, rel, &bytes, root, None, None)
+            .findings
+            .iter()
+            .map(describe)
+            .collect();
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].starts_with("17:23:"), "{found:?}");
     // Alone, the helpers are unknown and nothing is reported; the check

@@ -402,15 +402,15 @@ impl Server {
         doc.findings = if size > loaded.settings.max_file_size {
             engine.too_large(&shown, size).findings
         } else {
-            engine
-                .check_in_crate(
-                    &shown,
-                    doc.text.as_bytes(),
-                    &self.cwd,
-                    None,
-                    Some(&loaded.first_audits),
-                )
-                .findings
+            crate::session::audit_in_crate(
+                &engine,
+                &shown,
+                doc.text.as_bytes(),
+                &self.cwd,
+                None,
+                Some(&loaded.first_audits),
+            )
+            .findings
         };
         let src = SourceFile::new("", doc.text.as_str());
         let diagnostics = doc
