@@ -27,6 +27,13 @@ pub struct LockRow {
     pub expiry: String,
     pub token: String,
     pub release: String,
+    /// Whether the backend decides by consensus (a failover cannot grant
+    /// the lock twice): the pack's fact, or the config's.
+    pub consensus: bool,
+    /// Where the config said so (`lockaudit.yaml:7:3: reason`), when a
+    /// config's `backends:` overrode the pack.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consensus_source: Option<String>,
 }
 
 /// One row per call site: a lock call inside a wrapper that is called, and
@@ -97,6 +104,8 @@ fn row(ctx: &CheckCtx, e: &Event) -> LockRow {
         expiry,
         token,
         release,
+        consensus: api.consensus,
+        consensus_source: ctx.packs.pack(e.api).consensus_source.clone(),
     }
 }
 
@@ -216,6 +225,8 @@ mod tests {
             expiry: "PX".into(),
             token: "not available from this API".into(),
             release: "not found".into(),
+            consensus: false,
+            consensus_source: None,
         };
         let sources = std::collections::HashMap::new();
         let opts = crate::report::Options {

@@ -44,6 +44,15 @@ pub struct Scopes {
     /// The packs loaded so far, by the rule packs a config names: a
     /// thousand configs cost one set of packs, not a thousand.
     packs_by_rules: HashMap<Vec<PathBuf>, std::sync::Arc<PackSet>>,
+    /// The packs of a `rules` list with a config's `backends` facts.
+    #[allow(clippy::type_complexity)]
+    packs_by_facts: std::collections::BTreeMap<
+        (
+            Vec<PathBuf>,
+            std::collections::BTreeMap<String, crate::config::BackendFact>,
+        ),
+        std::sync::Arc<PackSet>,
+    >,
     /// The repository root of each canonical directory a config was found
     /// in, from its parent's answer.
     repo_roots: crate::walk::DirMemo<Option<PathBuf>>,
@@ -69,6 +78,7 @@ impl Scopes {
             repo_prefix: repo_prefix.to_string(),
             errors: Vec::new(),
             packs_by_rules: HashMap::new(),
+            packs_by_facts: std::collections::BTreeMap::new(),
             repo_roots: Default::default(),
             selection: crate::cli::Selection::default(),
             exclude_cfg_test: false,
@@ -124,6 +134,17 @@ impl Scopes {
                     .insert(settings.rules.clone(), loaded.clone());
                 loaded
             }
+        };
+        // A config's facts about its deployment's backends: the packs as
+        // that config sees them.
+        let packs = if settings.backends.is_empty() {
+            packs
+        } else {
+            let key = (settings.rules.clone(), settings.backends.clone());
+            self.packs_by_facts
+                .entry(key)
+                .or_insert_with(|| std::sync::Arc::new(packs.with_facts(&settings.backends)))
+                .clone()
         };
         let excludes = Excludes::new(&[(settings.base.as_path(), settings.exclude.as_slice())])
             .unwrap_or_else(|_| Excludes::new(&[]).expect("no globs"));

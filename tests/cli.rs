@@ -1906,3 +1906,93 @@ fn crates_without_manifests_are_found_by_their_layout() {
     }
     assert_eq!(findings(tmp.path()), expected);
 }
+
+/// A config's facts about its deployment's backends override the packs':
+/// a Redis said to decide by consensus takes correctness locks without
+/// `non-consensus-correctness-lock`, an etcd said not to gets it, naming
+/// the config's place and reason; `inventory` shows where each fact came
+/// from.
+#[test]
+fn backend_facts_in_the_config_decide_consensus() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    fs::create_dir_all(dir.join("src")).unwrap();
+    fs::write(
+        dir.join("src/lib.rs"),
+        "// lock-purpose: correctness — one settlement per account\n\
+         async fn settle(con: &mut redis::aio::MultiplexedConnection) -> redis::RedisResult<()> {\n    \
+         let won: Option<String> = redis::cmd(\"SET\").arg(\"lock:settle\").arg(\"me\").arg(\"NX\").arg(\"PX\").arg(30_000).query_async(con).await?;\n    \
+         if won.is_none() {\n        return Ok(());\n    }\n    Ok(())\n}\n\n\
+         async fn compact(client: &mut etcd_client::Client) -> Result<(), etcd_client::Error> {\n    \
+         // lock-purpose: correctness — one compaction at a time\n    \
+         let lock = client.lock(\"compactor\", None).await?;\n    let _ = lock;\n    Ok(())\n}\n",
+    )
+    .unwrap();
+    let checks = |dir: &Path| -> Vec<(u64, String, String)> {
+        let run = lockaudit(
+            dir,
+            &[
+                "check",
+                "--select",
+                "non-consensus-correctness-lock",
+                "--format",
+                "json",
+                ".",
+            ],
+        );
+        json(&run.stdout)["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                (
+                    f["line"].as_u64().unwrap(),
+                    f["backend"].as_str().unwrap().to_string(),
+                    f["message"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    // The packs' facts: Redis has no consensus, etcd has.
+    let before = checks(dir);
+    assert_eq!(before.len(), 1, "{before:?}");
+    assert_eq!((before[0].0, before[0].1.as_str()), (3, "redis"));
+    fs::write(
+        dir.join("lockaudit.yaml"),
+        "backends:\n  redis:\n    consensus: true\n    reason: \"MemoryDB commits every write to a multi-AZ log\"\n  etcd:\n    consensus: false\n    reason: \"staging runs one etcd node\"\n",
+    )
+    .unwrap();
+    let after = checks(dir);
+    assert_eq!(after.len(), 1, "{after:?}");
+    assert_eq!((after[0].0, after[0].1.as_str()), (12, "etcd"));
+    assert!(
+        after[0]
+            .2
+            .contains("(lockaudit.yaml:6:5: staging runs one etcd node)"),
+        "{}",
+        after[0].2
+    );
+    let inv = lockaudit(dir, &["inventory", "--format", "json", "."]);
+    let locks = json(&inv.stdout)["locks"].as_array().unwrap().clone();
+    let fact = |backend: &str| {
+        let l = locks.iter().find(|l| l["backend"] == backend).unwrap();
+        (
+            l["consensus"].as_bool().unwrap(),
+            l["consensus_source"].as_str().map(str::to_string),
+        )
+    };
+    assert_eq!(
+        fact("redis"),
+        (
+            true,
+            Some("lockaudit.yaml:3:5: MemoryDB commits every write to a multi-AZ log".into())
+        )
+    );
+    assert_eq!(
+        fact("etcd"),
+        (
+            false,
+            Some("lockaudit.yaml:6:5: staging runs one etcd node".into())
+        )
+    );
+}

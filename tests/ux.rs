@@ -72,6 +72,43 @@ fn config_errors_suggest_the_near_name_and_mark_the_wrong_key() {
     assert_eq!(marker(e, 4), (0, "exlude".len()), "{e}");
 }
 
+/// A fact about a backend the packs do not know is an error at its name,
+/// with the nearest name; a fact without a reason is one at the reason.
+#[test]
+fn backend_facts_name_a_known_backend_and_give_a_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    write(
+        &dir.join("lockaudit.yaml"),
+        "backends:
+  redsi:
+    consensus: true
+    reason: \"MemoryDB\"
+  etcd:
+    consensus: false
+    reason: \"  \"
+",
+    );
+    write(&dir.join("src/lib.rs"), LOCK);
+    let run = lockaudit(dir, &["check", "."]);
+    assert_eq!(run.code, 2, "{run:?}");
+    let e = &run.stderr;
+    assert!(
+        common::has_problem(e, "lockaudit.yaml:2:3", "unknown backend `redsi`"),
+        "{e}"
+    );
+    assert!(e.contains("did you mean `redis`?"), "{e}");
+    assert!(
+        common::has_problem(
+            e,
+            "lockaudit.yaml:7:13",
+            "the fact about `etcd` gives no reason"
+        ),
+        "{e}"
+    );
+    assert_eq!(marker(e, 2), (2, "redsi".len()), "{e}");
+}
+
 #[test]
 fn unknown_check_ids_in_explain_and_allow_get_a_suggestion() {
     let tmp = tempfile::tempdir().unwrap();

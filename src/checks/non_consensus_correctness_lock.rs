@@ -32,10 +32,17 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
             .finding(
                 CheckId::NonConsensusCorrectnessLock,
                 e,
-                format!(
-                    "correctness lock on {}, a store without consensus: a failover can grant it to two clients",
-                    e.backend
-                ),
+                match &pack.consensus_source {
+                    // The deployment's fact, from a config's `backends:`.
+                    Some(source) => format!(
+                        "correctness lock on {}, which has no consensus here ({source}): a failover can grant it to two clients",
+                        e.backend
+                    ),
+                    None => format!(
+                        "correctness lock on {}, a store without consensus: a failover can grant it to two clients",
+                        e.backend
+                    ),
+                },
             )
             .label(format!("`{}` records the holder on a store that can lose it", call_label(ctx, api, e)))
             .help(help_for(ctx.packs, e.api, CheckId::NonConsensusCorrectnessLock));

@@ -53,6 +53,18 @@ pub struct Settings {
     /// What the config asked for that lockaudit does not do, each as
     /// `file:line:column: message`: the run goes on, and says so.
     pub warnings: Vec<String>,
+    /// Facts about this deployment's backends (`backends:`), by backend.
+    pub backends: BTreeMap<String, BackendFact>,
+}
+
+/// A config's word on one backend of this deployment, overriding its rule
+/// pack's: whether it decides by consensus, why, and where it is said.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BackendFact {
+    pub consensus: bool,
+    pub reason: String,
+    /// `lockaudit.yaml:7:3`: the backend's key in the config.
+    pub source: String,
 }
 
 impl Default for Settings {
@@ -69,6 +81,7 @@ impl Default for Settings {
             max_file_size: DEFAULT_MAX_FILE_SIZE,
             repo_prefix: String::new(),
             warnings: Vec::new(),
+            backends: BTreeMap::new(),
         }
     }
 }
@@ -557,17 +570,78 @@ fn validate(
             settings.max_file_size = n;
         }
     }
+    if !raw.backends.is_empty() {
+        let known = known_backends(&settings.rules);
+        for (name, b) in &raw.backends {
+            let at = ["backends".into(), Seg::Key(name.clone())];
+            if !known.iter().any(|k| k == name) {
+                c.at_key(
+                    &at,
+                    format!("unknown backend `{name}`"),
+                    Some(format!(
+                        "{}the backends are the rule packs' `backend` names: {}",
+                        crate::suggest::hint(name, known.iter().map(String::as_str))
+                            .replace('?', "? "),
+                        known.join(", ")
+                    )),
+                );
+                continue;
+            }
+            if b.reason.trim().is_empty() {
+                c.at(
+                    &["backends".into(), Seg::Key(name.clone()), "reason".into()],
+                    format!("the fact about `{name}` gives no reason"),
+                    Some("say why this deployment differs from the backend's usual one: reports carry it".into()),
+                );
+                continue;
+            }
+            let loc = c.locate(&at).unwrap_or_default();
+            settings.backends.insert(
+                name.clone(),
+                BackendFact {
+                    consensus: b.consensus,
+                    reason: b.reason.trim().to_string(),
+                    source: format!("{}:{}:{}", c.path, loc.line.max(1), loc.column.max(1)),
+                },
+            );
+        }
+    }
     c.finish("config")?;
     Ok(settings)
 }
 
-const KEYS: [&str; 6] = [
+/// The backend names a config may speak of: the built-in packs' and those
+/// of the packs its `rules` load (a pack that fails to load is reported
+/// where the packs are loaded).
+fn known_backends(rules: &[PathBuf]) -> Vec<String> {
+    static BUILTIN: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let mut names = BUILTIN
+        .get_or_init(|| {
+            crate::pack::PackSet::builtin()
+                .packs
+                .iter()
+                .map(|p| p.backend.clone())
+                .collect()
+        })
+        .clone();
+    if !rules.is_empty() {
+        if let Ok(user) = crate::pack::PackSet::load(rules, Path::new(".")) {
+            names.extend(user.packs.iter().map(|p| p.backend.clone()));
+        }
+    }
+    names.sort();
+    names.dedup();
+    names
+}
+
+const KEYS: [&str; 7] = [
     "rules",
     "checks",
     "exclude",
     "lock-name-pattern",
     "default-purpose",
     "max-file-size",
+    "backends",
 ];
 
 /// The `exclude` entry that is no glob: code under `#[cfg(test)]` (a

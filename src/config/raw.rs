@@ -26,4 +26,20 @@ pub struct RawConfig {
     /// Files larger than this many bytes are not audited (a note says so).
     #[serde(default)]
     pub max_file_size: Option<u64>,
+    /// Facts about this deployment's backends, by backend name
+    /// (`redis: { consensus: true, reason: "…" }`): they override the rule
+    /// pack's for this repository.
+    #[serde(default)]
+    pub backends: BTreeMap<String, RawBackend>,
+}
+
+/// What a config says of one backend in this deployment.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawBackend {
+    /// Whether the store decides by consensus (a quorum that survives a
+    /// failover without granting a lock twice).
+    pub consensus: bool,
+    /// Why: shown wherever the fact is used.
+    pub reason: String,
 }

@@ -73,6 +73,7 @@ pub(super) fn compile(path: &str, text: &str, builtin: bool) -> Result<Pack, Yam
         crates: raw.crates,
         consensus: raw.consensus,
         consensus_note: raw.consensus_note,
+        consensus_source: None,
         trigger_words: raw.trigger_words,
         builder_methods: raw.builder_methods,
         traits: raw.traits,

@@ -28,6 +28,10 @@ pub struct Pack {
     pub crates: Vec<String>,
     pub consensus: bool,
     pub consensus_note: Option<String>,
+    /// Where and why a config overrode the pack's `consensus`
+    /// (`lockaudit.yaml:7:3: a single-node etcd`); `None`: the pack's own
+    /// fact.
+    pub consensus_source: Option<String>,
     pub trigger_words: Vec<String>,
     /// Methods that extend a command builder in place (`builder-methods`).
     pub builder_methods: Vec<String>,
@@ -311,6 +315,31 @@ impl PackSet {
 
     pub fn builtin() -> PackSet {
         PackSet::load(&[], Path::new(".")).expect("built-in rule packs are valid")
+    }
+
+    /// These packs with a config's facts about its deployment applied:
+    /// each named backend's packs, and every API of them, decide by
+    /// consensus or not as the config says, and carry where and why it
+    /// says so ([`Pack::consensus_source`]).
+    pub fn with_facts(
+        &self,
+        facts: &std::collections::BTreeMap<String, crate::config::BackendFact>,
+    ) -> PackSet {
+        let mut packs = self.packs.clone();
+        for p in &mut packs {
+            let Some(f) = facts.get(&p.backend) else {
+                continue;
+            };
+            p.consensus = f.consensus;
+            // The pack's note is about the backend as usually deployed; the
+            // config's reason, with its place, is what reports carry now.
+            p.consensus_note = None;
+            p.consensus_source = Some(format!("{}: {}", f.source, f.reason));
+            for a in &mut p.apis {
+                a.consensus = f.consensus;
+            }
+        }
+        PackSet::from_packs(packs)
     }
 
     pub fn from_packs(packs: Vec<Pack>) -> PackSet {
