@@ -21,13 +21,14 @@ pub enum CheckId {
     NonConsensusCorrectnessLock,
     PooledSessionLock,
     MismatchedReleaseKey,
+    LeaseRenewedTooLate,
     UnattachedPurpose,
     UnusedSuppression,
     ParseError,
 }
 
 impl CheckId {
-    pub const ALL: [CheckId; 15] = [
+    pub const ALL: [CheckId; 16] = [
         CheckId::MissingPurpose,
         CheckId::UnknownPurpose,
         CheckId::ReadThenWriteAcquire,
@@ -40,6 +41,7 @@ impl CheckId {
         CheckId::NonConsensusCorrectnessLock,
         CheckId::PooledSessionLock,
         CheckId::MismatchedReleaseKey,
+        CheckId::LeaseRenewedTooLate,
         CheckId::UnattachedPurpose,
         CheckId::UnusedSuppression,
         CheckId::ParseError,
@@ -60,6 +62,7 @@ impl CheckId {
             CheckId::UnattachedPurpose => "unattached-purpose",
             CheckId::PooledSessionLock => "pooled-session-lock",
             CheckId::MismatchedReleaseKey => "mismatched-release-key",
+            CheckId::LeaseRenewedTooLate => "lease-renewed-too-late",
             CheckId::UnusedSuppression => "unused-suppression",
             CheckId::ParseError => "parse-error",
         }

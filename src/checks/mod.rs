@@ -9,6 +9,7 @@
 mod common;
 mod ignored_acquire_result;
 mod ignored_renewal_failure;
+mod lease_renewed_too_late;
 mod lock_without_expiry;
 mod mismatched_release_key;
 mod missing_purpose;
@@ -78,6 +79,7 @@ pub static CHECKS: &[CheckInfo] = &[
     non_consensus_correctness_lock::INFO,
     pooled_session_lock::INFO,
     mismatched_release_key::INFO,
+    lease_renewed_too_late::INFO,
     unattached_purpose::INFO,
     unused_suppression::INFO,
     parse_error::INFO,

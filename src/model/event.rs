@@ -156,6 +156,9 @@ pub struct Event {
     /// Identifiers in the arguments only (not the receiver).
     pub arg_mentions: BTreeSet<String>,
     pub expiry: ExpiryState,
+    /// The expiry in milliseconds, when the call spells it as a constant
+    /// (`PX 30_000`, `EX 60`, or a `const` of the file holding one).
+    pub ttl_ms: Option<u64>,
     /// Enclosing `if`/`match` conditions, innermost last.
     pub guards: Vec<GuardId>,
     /// The key, binding or enclosing function matches `lock-name-pattern`.
@@ -363,6 +366,31 @@ pub struct FnModel {
     /// still held (`is_leader()`, `still_holds(..)`), whoever defines them
     /// ([`asks_if_held`]).
     pub held_checks: Vec<HeldCheck>,
+    /// The spans of the function's loops (`loop`, `while`, `for`).
+    pub loops: Vec<Span>,
+    /// Waits with a constant period: `sleep(Duration::from_secs(20))`, a
+    /// `tokio::time::interval(..)` made, and `.tick()` calls.
+    pub pauses: Vec<Pause>,
+}
+
+/// A wait of the function ([`FnModel::pauses`]).
+#[derive(Debug, Clone)]
+pub struct Pause {
+    pub span: Span,
+    pub kind: PauseKind,
+    /// The period in milliseconds (`None` for a tick, and for a period the
+    /// code does not spell as a constant).
+    pub millis: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PauseKind {
+    /// `sleep(d)`: waits `d` where it is called.
+    Sleep,
+    /// `interval(d)` or `interval_at(start, d)`: a timer that ticks every `d`.
+    Interval,
+    /// `timer.tick()`: waits for the next tick of an interval.
+    Tick,
 }
 
 /// A call that asks "is it still mine?" ([`asks_if_held`]).

@@ -178,14 +178,36 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         }
     }
 
+    /// A wait of the function, once however often its statement is walked
+    /// (a `let`'s value is walked again when its binding is resolved).
+    fn note_pause(&mut self, p: crate::model::event::Pause) {
+        let pauses = &mut self.model.fns[self.f].pauses;
+        if !pauses.iter().any(|q| q.span == p.span && q.kind == p.kind) {
+            pauses.push(p);
+        }
+    }
+
     /// The calls of the chain whose name asks whether the lock is still
     /// held (`self.is_leader()`, `locks::still_holds(..)`), for the fencing
     /// check to say why such a check is no fence.
     fn record_held_checks(&mut self, chain: &Chain<'ast>) {
-        use crate::model::event::{asks_if_held, HeldCheck};
-        if let Root::Call { path, .. } = &chain.root {
+        use crate::model::event::{asks_if_held, HeldCheck, Pause, PauseKind};
+        if let Root::Call { path, args } = &chain.root {
             if let Some(last) = path.segments.last() {
                 let name = last.ident.to_string();
+                let kind = match name.as_str() {
+                    "sleep" if args.len() == 1 => Some(PauseKind::Sleep),
+                    "interval" if args.len() == 1 => Some(PauseKind::Interval),
+                    "interval_at" if args.len() == 2 => Some(PauseKind::Interval),
+                    _ => None,
+                };
+                if let Some(kind) = kind {
+                    let millis = args
+                        .last()
+                        .and_then(|d| duration_millis(d, self.cx.consts, 0));
+                    let span = expr_span(self.cx.src, chain.root_expr);
+                    self.note_pause(Pause { span, kind, millis });
+                }
                 if asks_if_held(&name) {
                     let span = expr_span(self.cx.src, chain.root_expr);
                     self.model.fns[self.f]
@@ -198,6 +220,15 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             let SegKind::Method { name, .. } = &s.kind else {
                 continue;
             };
+            if name == "tick" {
+                let start = self.cx.src.span_of(s.start).start;
+                let end = expr_span(self.cx.src, s.expr).end;
+                self.note_pause(Pause {
+                    span: crate::source::Span { start, end },
+                    kind: PauseKind::Tick,
+                    millis: None,
+                });
+            }
             if asks_if_held(name) {
                 let start = self.cx.src.span_of(s.start).start;
                 let end = expr_span(self.cx.src, s.expr).end;
@@ -207,5 +238,58 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 });
             }
         }
+    }
+}
+
+/// The milliseconds a `Duration` spells as a constant:
+/// `Duration::from_secs(20)`, `from_millis(500)`, `from_secs_f64(1.5)`,
+/// `from_mins(1)`, or a `const` of the file holding one. `None` for
+/// anything computed.
+pub(super) fn duration_millis(
+    e: &Expr,
+    consts: &std::collections::HashMap<String, &Expr>,
+    depth: usize,
+) -> Option<u64> {
+    match crate::model::keys::strip(e) {
+        Expr::Call(c) if c.args.len() == 1 => {
+            let Expr::Path(p) = &*c.func else { return None };
+            let unit = p.path.segments.last()?.ident.to_string();
+            let per: f64 = match unit.as_str() {
+                "from_millis" => 1.0,
+                "from_secs" | "from_secs_f64" | "from_secs_f32" => 1000.0,
+                "from_mins" => 60_000.0,
+                "from_hours" => 3_600_000.0,
+                _ => return None,
+            };
+            let n = number(&c.args[0], consts, depth)?;
+            let ms = n * per;
+            ((0.0..1e15).contains(&ms)).then_some(ms as u64)
+        }
+        Expr::Path(p) if depth < 4 => {
+            let name = p.path.get_ident()?.to_string();
+            duration_millis(consts.get(&name)?, consts, depth + 1)
+        }
+        _ => None,
+    }
+}
+
+/// A number literal (`30`, `30_000`, `1.5`), or a `const` of the file
+/// holding one.
+pub(super) fn number(
+    e: &Expr,
+    consts: &std::collections::HashMap<String, &Expr>,
+    depth: usize,
+) -> Option<f64> {
+    match crate::model::keys::strip(e) {
+        Expr::Lit(l) => match &l.lit {
+            syn::Lit::Int(i) => i.base10_parse::<u64>().ok().map(|n| n as f64),
+            syn::Lit::Float(f) => f.base10_parse::<f64>().ok(),
+            _ => None,
+        },
+        Expr::Path(p) if depth < 4 => {
+            let name = p.path.get_ident()?.to_string();
+            number(consts.get(&name)?, consts, depth + 1)
+        }
+        _ => None,
     }
 }

@@ -448,6 +448,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             ResultUse::Inspected
         };
         let expiry = view.expiry(api);
+        let ttl_ms = view.ttl_millis(api);
         let lockish = self.lockish(view, api, &binding);
         Event {
             id: EventId::default(),
@@ -466,6 +467,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             mentions: facts.mentions.clone(),
             arg_mentions: facts.arg_mentions.clone(),
             expiry,
+            ttl_ms,
             guards: self.guards.clone(),
             lockish,
             receiver: view.receiver().to_string(),

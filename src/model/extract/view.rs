@@ -580,6 +580,58 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
         None
     }
 
+    /// The expiry in milliseconds when the command spells it as a
+    /// constant after its word: `PX 30_000`, `EX 60`, `PX TTL_MS` with a
+    /// `const TTL_MS: u64 = 30_000;` in the file.
+    pub fn ttl_millis(&self, api: &Api) -> Option<u64> {
+        let consts = self.w.cx.consts;
+        let scaled = |n: f64, per: f64| {
+            let ms = n * per;
+            ((0.0..1e15).contains(&ms)).then_some(ms as u64)
+        };
+        // A renewal that sets the time to live again: `PEXPIRE key 30000`,
+        // `con.expire(&key, 30)`.
+        if api.role == Role::Renew {
+            let per = |w: &str| {
+                if w.eq_ignore_ascii_case("pexpire") {
+                    Some(1.0)
+                } else if w.eq_ignore_ascii_case("expire") {
+                    Some(1000.0)
+                } else {
+                    None
+                }
+            };
+            if let Some(p) = api.matcher.command.as_deref().and_then(per) {
+                let n = self
+                    .command_args()
+                    .skip(1)
+                    .find_map(|a| super::calls::number(a, consts, 0))?;
+                return scaled(n, p);
+            }
+            if let Some(p) = api.matcher.method.as_deref().and_then(per) {
+                return scaled(super::calls::number(self.args.get(1)?, consts, 0)?, p);
+            }
+            return None;
+        }
+        let e = api.expiry.as_ref()?;
+        if e.from != ExpirySource::Words {
+            return None;
+        }
+        let args: Vec<&Expr> = self.command_args().collect();
+        let (i, per) = args.iter().enumerate().find_map(|(i, a)| {
+            let w = keys::literal(a)?;
+            let per = if w.eq_ignore_ascii_case("px") {
+                1.0
+            } else if w.eq_ignore_ascii_case("ex") {
+                1000.0
+            } else {
+                return None;
+            };
+            Some((i, per))
+        })?;
+        scaled(super::calls::number(args.get(i + 1)?, consts, 0)?, per)
+    }
+
     pub fn expiry(&self, api: &Api) -> ExpiryState {
         let Some(e) = &api.expiry else {
             return ExpiryState::Unknown;

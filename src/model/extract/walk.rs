@@ -306,6 +306,12 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         }
     }
 
+    /// A loop of the function, for the checks that ask what repeats.
+    fn note_loop(&mut self, e: &'ast Expr) {
+        let span = expr_span(self.cx.src, e);
+        self.model.fns[self.f].loops.push(span);
+    }
+
     fn expr_inner(&mut self, e: &'ast Expr, use_: Use) {
         match e {
             Expr::MethodCall(_) | Expr::Call(_) | Expr::Await(_) | Expr::Try(_) => {
@@ -355,8 +361,12 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             Expr::Unsafe(b) => self.block(&b.block),
             Expr::Async(b) => self.block(&b.block),
             Expr::TryBlock(b) => self.block(&b.block),
-            Expr::Loop(l) => self.block(&l.body),
+            Expr::Loop(l) => {
+                self.note_loop(e);
+                self.block(&l.body)
+            }
             Expr::While(w) => {
+                self.note_loop(e);
                 self.locals.push_scope();
                 let g = self.guard_start(&w.cond);
                 self.expr(&w.cond, Use::Cond { names: vec![] });
@@ -367,6 +377,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 self.locals.pop_scope();
             }
             Expr::ForLoop(f) => {
+                self.note_loop(e);
                 self.expr(&f.expr, Use::Value);
                 self.locals.push_scope();
                 self.bind_opaque(&f.pat);

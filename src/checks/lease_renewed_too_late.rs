@@ -1,0 +1,132 @@
+//! `lease-renewed-too-late`: a renewal loop whose period is not comfortably
+//! below the lock's time to live, so one late or failed renewal lets the
+//! lock expire while its holder works.
+//!
+//! Evidence, all of it constant: the renewal's time to live (the renewal's
+//! own `PEXPIRE key 30000`, or the `PX`/`EX` of the acquisition it belongs
+//! to) and the period of the loop it runs in (one `sleep(d)` in that loop,
+//! or a `.tick()` there of the function's one `interval(d)`), each a
+//! literal or a `const` of the file. Reported at the wait, where the period
+//! is set, when it is more than half the time to live.
+
+use super::common::CheckCtx;
+use super::{CheckId, CheckInfo};
+use crate::finding::{Finding, Severity};
+use crate::model::{Pause, PauseKind};
+use crate::pack::Role;
+use crate::source::Span;
+
+pub(super) const INFO: CheckInfo = CheckInfo {
+    id: CheckId::LeaseRenewedTooLate,
+    severity: Severity::Warning,
+    summary: "a lock is renewed every period longer than half its time to live, so one late renewal lets it expire mid-work",
+    docs: include_str!("lease_renewed_too_late.md"),
+    precision: "high",
+    tags: &["distributed-lock", "correctness", "availability"],
+    help: HELP,
+    run: Some(run),
+};
+
+const HELP: &str = "renew at most every third of the time to live, and stop the work when a renewal fails or comes back late";
+
+/// `30 s`, `1.5 s`, `800 ms`.
+fn shown(ms: u64) -> String {
+    if ms >= 1000 && ms.is_multiple_of(1000) {
+        format!("{} s", ms / 1000)
+    } else if ms >= 1000 {
+        format!("{:.1} s", ms as f64 / 1000.0)
+    } else {
+        format!("{ms} ms")
+    }
+}
+
+fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
+    for r in &ctx.model.events {
+        if r.role != Role::Renew || !ctx.lock_call(r) {
+            continue;
+        }
+        let taken = ctx.acquisition_for(r);
+        let Some((ttl, ttl_at)) = r
+            .ttl_ms
+            .map(|t| (t, r.span))
+            .or_else(|| taken.and_then(|a| a.ttl_ms.map(|t| (t, a.span))))
+        else {
+            continue;
+        };
+        if ttl == 0 {
+            continue;
+        }
+        let f = &ctx.model.fns[r.func];
+        // The innermost loop the renewal runs in.
+        let Some(lp) = f
+            .loops
+            .iter()
+            .filter(|l| l.contains(&r.span))
+            .min_by_key(|l| l.len())
+        else {
+            continue;
+        };
+        // What is innermost in that same loop: a wait in a nested loop
+        // paces that loop, not this one.
+        let in_this_loop = |span: &Span| {
+            lp.contains(span)
+                && !f
+                    .loops
+                    .iter()
+                    .any(|l| l.len() < lp.len() && lp.contains(l) && l.contains(span))
+        };
+        let waits: Vec<&Pause> = f.pauses.iter().filter(|p| in_this_loop(&p.span)).collect();
+        let sleeps: Vec<&&Pause> = waits
+            .iter()
+            .filter(|p| p.kind == PauseKind::Sleep)
+            .collect();
+        let ticks = waits.iter().any(|p| p.kind == PauseKind::Tick);
+        let intervals: Vec<&Pause> = f
+            .pauses
+            .iter()
+            .filter(|p| p.kind == PauseKind::Interval)
+            .collect();
+        // One wait sets the period, or nothing is said.
+        let (period, at) = match (sleeps.as_slice(), ticks, intervals.as_slice()) {
+            ([s], false, _) => match s.millis {
+                Some(ms) => (ms, s.span),
+                None => continue,
+            },
+            ([], true, [i]) => match i.millis {
+                Some(ms) => (ms, i.span),
+                None => continue,
+            },
+            _ => continue,
+        };
+        if period.saturating_mul(2) <= ttl {
+            continue;
+        }
+        let message = format!(
+            "the lock is renewed every {} but lives {} after each renewal: a renewal {} late lets it expire while the work goes on",
+            shown(period),
+            shown(ttl),
+            shown(ttl.saturating_sub(period)),
+        );
+        let mut finding = ctx
+            .finding(CheckId::LeaseRenewedTooLate, r, message)
+            .label(format!(
+                "renewed at most every {}: more than half the time to live",
+                shown(period)
+            ));
+        finding.span = at;
+        finding = finding
+            .secondary(r.span, "the renewal this wait paces")
+            .note(format!(
+                "renew at most every {} (a third of {}): a GC pause, a slow round trip or one failed renewal then leaves two more tries before the lock expires",
+                shown(ttl / 3),
+                shown(ttl)
+            ));
+        if ttl_at != r.span {
+            finding = finding.secondary(
+                ttl_at,
+                format!("the time to live, {}, is set here", shown(ttl)),
+            );
+        }
+        out.push(finding.help(HELP));
+    }
+}
