@@ -571,7 +571,9 @@ fn validate(
         }
     }
     if !raw.backends.is_empty() {
-        let known = known_backends(&settings.rules);
+        // The user packs are read only when the config named them
+        // rightly (inside the repository, existing files).
+        let known = known_backends(if c.count() == 0 { &settings.rules } else { &[] });
         for (name, b) in &raw.backends {
             let at = ["backends".into(), Seg::Key(name.clone())];
             if !known.iter().any(|k| k == name) {
