@@ -3,8 +3,8 @@
 //! lock expire while its holder works.
 //!
 //! Evidence, all of it constant: the renewal's time to live (the renewal's
-//! own `PEXPIRE key 30000`, or the `PX`/`EX` of the acquisition it belongs
-//! to) and the period of the loop it runs in (one `sleep(d)` in that loop,
+//! own `PEXPIRE key 30000`, the `PX`/`EX` of the acquisition it belongs
+//! to, or the function's one etcd `lease_grant(10, None)`) and the period of the loop it runs in (one `sleep(d)` in that loop,
 //! or a `.tick()` there of the function's one `interval(d)`), each a
 //! literal or a `const` of the file. Reported at the wait, where the period
 //! is set, when it is more than half the time to live.
@@ -46,17 +46,25 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
             continue;
         }
         let taken = ctx.acquisition_for(r);
+        let f = &ctx.model.fns[r.func];
+        // The renewal's own time to live, else its acquisition's, else the
+        // one lease the function grants (etcd's keep-alive of
+        // `lease_grant(10, None)`).
+        let granted = match f.lease_ttls.as_slice() {
+            [(at, ms)] if r.backend == "etcd" => Some((*ms, *at)),
+            _ => None,
+        };
         let Some((ttl, ttl_at)) = r
             .ttl_ms
             .map(|t| (t, r.span))
             .or_else(|| taken.and_then(|a| a.ttl_ms.map(|t| (t, a.span))))
+            .or(granted)
         else {
             continue;
         };
         if ttl == 0 {
             continue;
         }
-        let f = &ctx.model.fns[r.func];
         // The innermost loop the renewal runs in.
         let Some(lp) = f
             .loops

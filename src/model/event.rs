@@ -371,6 +371,9 @@ pub struct FnModel {
     /// Waits with a constant period: `sleep(Duration::from_secs(20))`, a
     /// `tokio::time::interval(..)` made, and `.tick()` calls.
     pub pauses: Vec<Pause>,
+    /// Leases granted with a constant time to live, in milliseconds:
+    /// etcd's `client.lease_grant(10, None)`.
+    pub lease_ttls: Vec<(Span, u64)>,
 }
 
 /// A wait of the function ([`FnModel::pauses`]).

@@ -220,6 +220,22 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             let SegKind::Method { name, .. } = &s.kind else {
                 continue;
             };
+            // etcd's `lease_grant(ttl_seconds, options)`: the time to live
+            // its keep-alive must beat.
+            if name == "lease_grant" {
+                if let SegKind::Method { args, .. } = &s.kind {
+                    if let Some(secs) = args.first().and_then(|a| number(a, self.cx.consts, 0)) {
+                        let start = self.cx.src.span_of(s.start).start;
+                        let end = expr_span(self.cx.src, s.expr).end;
+                        let span = crate::source::Span { start, end };
+                        let ttls = &mut self.model.fns[self.f].lease_ttls;
+                        let ms = secs * 1000.0;
+                        if (0.0..1e15).contains(&ms) && !ttls.iter().any(|(at, _)| *at == span) {
+                            ttls.push((span, ms as u64));
+                        }
+                    }
+                }
+            }
             if name == "tick" {
                 let start = self.cx.src.span_of(s.start).start;
                 let end = expr_span(self.cx.src, s.expr).end;
