@@ -500,6 +500,14 @@ fn inventory(args: &InventoryArgs) -> Result<ExitStatus, Failure> {
             s.push('\n');
             s
         }
+        InventoryFormat::Markdown => {
+            // Read in a pull request: paths from the repository root.
+            let mut locks = audit.locks.clone();
+            for l in &mut locks {
+                l.path = root_relative(&l.path, &prepared.root_prefix, &prepared.cwd);
+            }
+            crate::inventory::markdown(&locks)
+        }
         InventoryFormat::Table => {
             let tty = args.output.is_none() && std::io::stdout().is_terminal();
             let opts = report::Options {

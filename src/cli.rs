@@ -252,6 +252,8 @@ impl Selection {
 pub enum InventoryFormat {
     Table,
     Json,
+    /// A Markdown table, for a pull-request comment or a job summary
+    Markdown,
 }
 
 #[derive(Debug, Args, Clone)]

@@ -205,9 +205,113 @@ pub fn table(rows: &[LockRow], opts: &crate::report::Options) -> String {
     s
 }
 
+/// The locks as a GitHub-flavoured Markdown table, for a pull-request
+/// comment or a job summary: every cell is text, with the characters
+/// Markdown would read as markup (`|`, `*`, `_`, backticks, brackets,
+/// `<`, ...) escaped, and control characters shown as escapes, so a key
+/// or path from the code cannot break the table or inject a link.
+pub fn markdown(rows: &[LockRow]) -> String {
+    let mut s = String::from(
+        "| location | backend | api | key | purpose | expiry | token | release | consensus |\n\
+         |---|---|---|---|---|---|---|---|---|\n",
+    );
+    for r in rows {
+        let api = match &r.wrapper {
+            Some(w) => format!("wrapper {w} → {}", r.api),
+            None => r.api.clone(),
+        };
+        let consensus = match (&r.consensus_source, r.consensus) {
+            (Some(src), c) => format!("{} ({src})", if c { "yes" } else { "no" }),
+            (None, true) => "yes".to_string(),
+            (None, false) => "no".to_string(),
+        };
+        let cells = [
+            format!("{}:{}", r.path, r.line),
+            r.backend.clone(),
+            api,
+            r.key.clone(),
+            r.purpose.clone(),
+            r.expiry.clone(),
+            r.token.clone(),
+            r.release.clone(),
+            consensus,
+        ];
+        s.push('|');
+        for c in &cells {
+            s.push(' ');
+            s.push_str(&markdown_cell(c));
+            s.push_str(" |");
+        }
+        s.push('\n');
+    }
+    s.push_str(&format!(
+        "\n{} lock{}\n",
+        rows.len(),
+        crate::report::plural(rows.len())
+    ));
+    s
+}
+
+/// One table cell: escaped text on one line.
+fn markdown_cell(text: &str) -> String {
+    let text = crate::escape::text(text);
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' | '|' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '#' | '~' | '!' | '&' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' | '\r' => out.push(' '),
+            _ => out.push(c),
+        }
+    }
+    if out.is_empty() {
+        out.push_str("(none)");
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn markdown_cells_cannot_break_the_table_or_add_markup() {
+        let row = LockRow {
+            path: "src/a|b.rs".into(),
+            line: 7,
+            column: 1,
+            backend: "redis".into(),
+            api: "redis.set-nx-px".into(),
+            wrapper: Some("locks::take".into()),
+            key: "lock:{id}|`x`\n[link](http://e)<img>".into(),
+            owner: None,
+            purpose: "correctness".into(),
+            expiry: "PX 30_000".into(),
+            token: "no".into(),
+            release: "".into(),
+            consensus: false,
+            consensus_source: Some("lockaudit.yaml:3:5: one *node*".into()),
+        };
+        let md = markdown(&[row]);
+        let lines: Vec<&str> = md.lines().collect();
+        assert_eq!(lines.len(), 5, "{md}");
+        let cells = lines[2].split(" | ").count();
+        assert_eq!(cells, 9, "{md}");
+        assert!(lines[2].contains(r"src/a\|b.rs:7"), "{md}");
+        // A newline in a key is shown as its escape, never a line break.
+        assert!(
+            lines[2].contains(r"lock:{id}\|\`x\`\\n\[link\](http://e)\<img\>"),
+            "{md}"
+        );
+        assert!(
+            lines[2].contains(r"no (lockaudit.yaml:3:5: one \*node\*)"),
+            "{md}"
+        );
+        assert!(lines[2].contains("(none)"), "{md}");
+        assert_eq!(lines[4], "1 lock");
+    }
 
     #[test]
     fn the_location_column_is_never_wrapped() {
