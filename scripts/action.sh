@@ -156,6 +156,17 @@ if [ "${INPUT_SARIF:-false}" = true ]; then
     output sarif-file "$SARIF"
 fi
 
+if [ "${INPUT_INVENTORY:-false}" = true ] && [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
+    # The locks of the audited paths, as a table a reviewer reads in the
+    # job summary; a failure to list them does not stop the audit.
+    {
+        echo "### Distributed locks"
+        echo
+        "$BIN" inventory --format markdown -- "${PATHS[@]}" || echo "lockaudit could not list the locks."
+        echo
+    } >>"$GITHUB_STEP_SUMMARY"
+fi
+
 GATE=()
 if [ -n "${INPUT_NEW_SINCE:-}" ]; then
     # A shallow checkout has the pull request's head only: fetch the base

@@ -101,6 +101,27 @@ fn the_action_script_reports_findings_through_its_exit_code_output() {
     assert!(outputs.contains("exit-code=0\n"), "{outputs}");
     assert!(!outputs.contains("sarif-file="), "{outputs}");
 
+    // `inventory: true`: the locks as a Markdown table in the job summary,
+    // beside the findings.
+    let summary = tempfile::NamedTempFile::new().unwrap();
+    let path = summary.path().to_str().unwrap();
+    let (code, stdout, outputs) = run_action(
+        unannotated.path(),
+        &[
+            ("INPUT_PATHS", "src"),
+            ("INPUT_INVENTORY", "true"),
+            ("GITHUB_STEP_SUMMARY", path),
+        ],
+    );
+    assert_eq!(code, 0, "{stdout}");
+    assert!(outputs.contains("exit-code=1\n"), "{outputs}");
+    let written = fs::read_to_string(summary.path()).unwrap();
+    assert!(
+        written.starts_with("### Distributed locks\n\n| location | backend |"),
+        "{written}"
+    );
+    assert!(written.contains("| src/lib.rs:2 |"), "{written}");
+
     // A bad argument is exit 2, which the action's last step turns into a
     // failed job like any other non-zero code.
     let (_, _, outputs) = run_action(annotated.path(), &[("INPUT_ARGS", "--fail-on sometimes")]);
