@@ -206,16 +206,17 @@ pub fn table(rows: &[LockRow], opts: &crate::report::Options) -> String {
 }
 
 /// The locks as a GitHub-flavoured Markdown table, for a pull-request
-/// comment or a job summary: every cell is text, with the characters
-/// Markdown would read as markup (`|`, `*`, `_`, backticks, brackets,
-/// `<`, ...) escaped, and control characters shown as escapes, so a key
-/// or path from the code cannot break the table or inject a link.
+/// comment or a job summary: every cell is plain text, escaped as the
+/// findings' step summary escapes it ([`crate::report::github`]: no
+/// markup, link, autolink or mention can come from the code), and at most
+/// as many rows as that summary shows, the rest counted.
 pub fn markdown(rows: &[LockRow]) -> String {
+    use crate::report::github::{cell, SUMMARY_ROWS};
     let mut s = String::from(
         "| location | backend | api | key | purpose | expiry | token | release | consensus |\n\
          |---|---|---|---|---|---|---|---|---|\n",
     );
-    for r in rows {
+    for r in rows.iter().take(SUMMARY_ROWS) {
         let api = match &r.wrapper {
             Some(w) => format!("wrapper {w} → {}", r.api),
             None => r.api.clone(),
@@ -225,8 +226,8 @@ pub fn markdown(rows: &[LockRow]) -> String {
             (None, true) => "yes".to_string(),
             (None, false) => "no".to_string(),
         };
+        s.push_str(&format!("| {}:{} |", cell(&r.path), r.line));
         let cells = [
-            format!("{}:{}", r.path, r.line),
             r.backend.clone(),
             api,
             r.key.clone(),
@@ -236,13 +237,22 @@ pub fn markdown(rows: &[LockRow]) -> String {
             r.release.clone(),
             consensus,
         ];
-        s.push('|');
         for c in &cells {
             s.push(' ');
-            s.push_str(&markdown_cell(c));
+            if c.is_empty() {
+                s.push_str("(none)");
+            } else {
+                s.push_str(&cell(c));
+            }
             s.push_str(" |");
         }
         s.push('\n');
+    }
+    if rows.len() > SUMMARY_ROWS {
+        s.push_str(&format!(
+            "\n{} more locks are in `lockaudit inventory --format json`.\n",
+            rows.len() - SUMMARY_ROWS
+        ));
     }
     s.push_str(&format!(
         "\n{} lock{}\n",
@@ -250,26 +260,6 @@ pub fn markdown(rows: &[LockRow]) -> String {
         crate::report::plural(rows.len())
     ));
     s
-}
-
-/// One table cell: escaped text on one line.
-fn markdown_cell(text: &str) -> String {
-    let text = crate::escape::text(text);
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '\\' | '|' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '#' | '~' | '!' | '&' => {
-                out.push('\\');
-                out.push(c);
-            }
-            '\n' | '\r' => out.push(' '),
-            _ => out.push(c),
-        }
-    }
-    if out.is_empty() {
-        out.push_str("(none)");
-    }
-    out
 }
 
 #[cfg(test)]
@@ -285,7 +275,7 @@ mod tests {
             backend: "redis".into(),
             api: "redis.set-nx-px".into(),
             wrapper: Some("locks::take".into()),
-            key: "lock:{id}|`x`\n[link](http://e)<img>".into(),
+            key: "lock:{id}|`x`\n[l](https://e.com) @team <img>".into(),
             owner: None,
             purpose: "correctness".into(),
             expiry: "PX 30_000".into(),
@@ -294,23 +284,29 @@ mod tests {
             consensus: false,
             consensus_source: Some("lockaudit.yaml:3:5: one *node*".into()),
         };
-        let md = markdown(&[row]);
+        let md = markdown(std::slice::from_ref(&row));
         let lines: Vec<&str> = md.lines().collect();
         assert_eq!(lines.len(), 5, "{md}");
-        let cells = lines[2].split(" | ").count();
-        assert_eq!(cells, 9, "{md}");
-        assert!(lines[2].contains(r"src/a\|b.rs:7"), "{md}");
-        // A newline in a key is shown as its escape, never a line break.
-        assert!(
-            lines[2].contains(r"lock:{id}\|\`x\`\\n\[link\](http://e)\<img\>"),
-            "{md}"
-        );
-        assert!(
-            lines[2].contains(r"no (lockaudit.yaml:3:5: one \*node\*)"),
-            "{md}"
-        );
+        // Nine cells: no `|` of the code splits one.
+        assert_eq!(lines[2].matches(" | ").count(), 8, "{md}");
+        assert!(lines[2].starts_with(r"| src/a\|b.rs:7 |"), "{md}");
+        for markup in ["[l]", "](", "https:", " @team", "<img", "`x`", "*node*"] {
+            assert!(!lines[2].contains(markup), "{markup} in {md}");
+        }
         assert!(lines[2].contains("(none)"), "{md}");
         assert_eq!(lines[4], "1 lock");
+        // As many rows as the findings' summary, the rest counted.
+        let many = vec![row; crate::report::github::SUMMARY_ROWS + 2];
+        let md = markdown(&many);
+        assert_eq!(
+            md.lines().filter(|l| l.starts_with("| src/")).count(),
+            crate::report::github::SUMMARY_ROWS
+        );
+        assert!(
+            md.contains("\n2 more locks are in `lockaudit inventory --format json`.\n"),
+            "{}",
+            &md[md.len() - 200..]
+        );
     }
 
     #[test]

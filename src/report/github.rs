@@ -112,7 +112,7 @@ fn command(f: &Finding, level: &str) -> String {
 /// its autolinker does not read through, and an `@` follows an empty
 /// `<wbr>` (a word-break opportunity, which shows nothing), which it does
 /// not link across.
-fn cell(s: &str) -> String {
+pub(crate) fn cell(s: &str) -> String {
     let escaped = crate::escape::text(s);
     let mut out = String::with_capacity(escaped.len() + 8);
     for (i, c) in escaped.char_indices() {
@@ -135,7 +135,7 @@ fn cell(s: &str) -> String {
 }
 
 /// At most this many rows in the step summary (GitHub caps it at 1 MiB).
-const SUMMARY_ROWS: usize = 500;
+pub(crate) const SUMMARY_ROWS: usize = 500;
 
 /// The Markdown appended to `$GITHUB_STEP_SUMMARY`: the summary line and a
 /// table of every unsuppressed finding.

@@ -1,7 +1,7 @@
 //! Reporters: pure functions of (findings, summary, options) → bytes, one
 //! file per format. Findings arrive sorted by path, line, column, check.
 
-mod github;
+pub(crate) mod github;
 pub mod human;
 mod json;
 pub mod sarif;
