@@ -156,17 +156,6 @@ if [ "${INPUT_SARIF:-false}" = true ]; then
     output sarif-file "$SARIF"
 fi
 
-if [ "${INPUT_INVENTORY:-false}" = true ] && [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
-    # The locks of the audited paths, as a table a reviewer reads in the
-    # job summary; a failure to list them does not stop the audit.
-    {
-        echo "### Distributed locks"
-        echo
-        "$BIN" inventory --format markdown -- "${PATHS[@]}" || echo "lockaudit could not list the locks."
-        echo
-    } >>"$GITHUB_STEP_SUMMARY"
-fi
-
 GATE=()
 if [ -n "${INPUT_NEW_SINCE:-}" ]; then
     # A shallow checkout has the pull request's head only: fetch the base
@@ -175,6 +164,31 @@ if [ -n "${INPUT_NEW_SINCE:-}" ]; then
         git fetch --no-tags --quiet --depth=1 origin "$INPUT_NEW_SINCE" || true
     fi
     GATE=(--new-since "$INPUT_NEW_SINCE")
+fi
+
+if [ "${INPUT_INVENTORY:-false}" = true ] && [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
+    # The locks of the audited paths, as a reviewer reads them in the job
+    # summary: on a pull request, what it adds, removes and changes, then
+    # every lock folded away. A failure to list them does not stop the
+    # audit.
+    {
+        if [ ${#GATE[@]} -gt 0 ]; then
+            echo "### Lock changes"
+            echo
+            "$BIN" inventory ${GATE[@]+"${GATE[@]}"} --format markdown -- "${PATHS[@]}" || echo "lockaudit could not compare the locks with the base revision."
+            echo
+            echo "<details><summary>Every lock</summary>"
+            echo
+            "$BIN" inventory --format markdown -- "${PATHS[@]}" || echo "lockaudit could not list the locks."
+            echo
+            echo "</details>"
+        else
+            echo "### Distributed locks"
+            echo
+            "$BIN" inventory --format markdown -- "${PATHS[@]}" || echo "lockaudit could not list the locks."
+        fi
+        echo
+    } >>"$GITHUB_STEP_SUMMARY"
 fi
 
 code=0

@@ -485,9 +485,44 @@ fn inventory(args: &InventoryArgs) -> Result<ExitStatus, Failure> {
     let (mut paths, mut common) = (args.paths.clone(), args.common.clone());
     packages(&args.cargo, &mut paths, &mut common)?;
     let prepared = prepare(&paths, &common)?;
-    let audit = audit(&prepared, true)?;
+    let mut audit = audit(&prepared, true)?;
     for u in &audit.unreadable {
         crate::escape::eprintln(&format!("error: {u}"));
+    }
+    let repo_path = |p: &str| root_relative(p, &prepared.root_prefix, &prepared.cwd);
+    crate::inventory::changes::assign_fingerprints(&mut audit.locks, repo_path);
+    if let Some(rev) = &args.new_since {
+        let mut before = crate::gitref::locks_at(rev, &args.paths, &prepared)?;
+        crate::inventory::changes::assign_fingerprints(&mut before, repo_path);
+        let mut changes =
+            crate::inventory::changes::compare(rev, before, std::mem::take(&mut audit.locks));
+        if args.format != InventoryFormat::Table {
+            // Machine output and pull requests: paths from the repository
+            // root.
+            let rows = changes.added.iter_mut().chain(changes.removed.iter_mut());
+            let pairs = changes
+                .changed
+                .iter_mut()
+                .flat_map(|c| [&mut c.before, &mut c.after]);
+            for r in rows.chain(pairs) {
+                r.path = repo_path(&r.path);
+            }
+        }
+        let text = match args.format {
+            InventoryFormat::Json => {
+                let mut s = serde_json::to_string_pretty(&changes)?;
+                s.push('\n');
+                s
+            }
+            InventoryFormat::Markdown => crate::inventory::changes::markdown(&changes),
+            InventoryFormat::Table => crate::inventory::changes::text(&changes),
+        };
+        emit_report(args.output.as_deref(), Some(&prepared.root), &text, false)?;
+        return Ok(if audit.internal_error || !audit.unreadable.is_empty() {
+            ExitStatus::Error
+        } else {
+            ExitStatus::Clean
+        });
     }
     let text = match args.format {
         InventoryFormat::Json => {

@@ -266,6 +266,10 @@ pub struct InventoryArgs {
     /// Write the inventory to FILE (atomically)
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// List only the locks added, removed and changed since the git
+    /// revision REF (read from git; the work tree is not touched)
+    #[arg(long, value_name = "REF")]
+    pub new_since: Option<String>,
     #[command(flatten)]
     pub common: CommonArgs,
     #[command(flatten)]

@@ -337,6 +337,38 @@ pub fn fingerprints_at(
     paths: &[PathBuf],
     p: &Prepared,
 ) -> Result<HashSet<String>, Failure> {
+    Ok(audit_at(rev, paths, p, false)?
+        .into_iter()
+        .flat_map(|o| o.findings)
+        .filter(|f| f.suppressed.is_none())
+        .map(|f| f.fingerprint)
+        .collect())
+}
+
+/// The inventory at `rev` of the files under `paths`: one row per call
+/// site, as `lockaudit inventory` lists them now, with paths relative to
+/// the current directory (a file renamed since under its new name).
+pub fn locks_at(
+    rev: &str,
+    paths: &[PathBuf],
+    p: &Prepared,
+) -> Result<Vec<crate::inventory::LockRow>, Failure> {
+    let mut rows: Vec<_> = audit_at(rev, paths, p, true)?
+        .into_iter()
+        .flat_map(|o| o.locks)
+        .collect();
+    rows.sort();
+    Ok(rows)
+}
+
+/// Every file under `paths` audited as it is at `rev`, by the engines and
+/// crate passes of this run, its outcome with inventory rows when asked.
+fn audit_at(
+    rev: &str,
+    paths: &[PathBuf],
+    p: &Prepared,
+    inventory: bool,
+) -> Result<Vec<crate::engine::FileOutcome>, Failure> {
     let cwd = &p.cwd;
     verify(rev, cwd)?;
     let prefix = git(&["rev-parse", "--show-prefix"], cwd)?
@@ -461,7 +493,7 @@ pub fn fingerprints_at(
                 {
                     return crate::engine::FileOutcome::default();
                 }
-                engines[scope].check_bytes(path, bytes, false)
+                engines[scope].check_bytes(path, bytes, inventory)
             })
             .collect()
     });
@@ -532,13 +564,8 @@ pub fn fingerprints_at(
         partial: wanted.iter().any(|w| !w.is_empty()),
         first_audits: None,
     };
-    crate::cross::crate_passes(&mut files, cwd, &pool, false, &sources);
-    Ok(files
-        .into_iter()
-        .flat_map(|f| f.outcome.findings)
-        .filter(|f| f.suppressed.is_none())
-        .map(|f| f.fingerprint)
-        .collect())
+    crate::cross::crate_passes(&mut files, cwd, &pool, inventory, &sources);
+    Ok(files.into_iter().map(|f| f.outcome).collect())
 }
 
 fn cat_blobs(blobs: &[(String, String)], cwd: &Path) -> Result<Vec<Vec<u8>>, Failure> {

@@ -3,6 +3,8 @@
 
 use serde::Serialize;
 
+pub mod changes;
+
 use crate::checks::CheckCtx;
 use crate::checks::{connection_of, Conn};
 use crate::model::{Event, ExpiryState};
@@ -34,6 +36,12 @@ pub struct LockRow {
     /// config's `backends:` overrode the pack.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub consensus_source: Option<String>,
+    /// The function the call site is in (`Type::method`).
+    pub function: String,
+    /// The lock's identity across unrelated edits (see
+    /// [`assign_fingerprints`]); empty until assigned.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub fingerprint: String,
 }
 
 /// One row per call site: a lock call inside a wrapper that is called, and
@@ -106,6 +114,8 @@ fn row(ctx: &CheckCtx, e: &Event) -> LockRow {
         release,
         consensus: api.consensus,
         consensus_source: ctx.packs.pack(e.api).consensus_source.clone(),
+        function: ctx.model.fns[e.func].qualified.clone(),
+        fingerprint: String::new(),
     }
 }
 
@@ -283,6 +293,8 @@ mod tests {
             release: "".into(),
             consensus: false,
             consensus_source: Some("lockaudit.yaml:3:5: one *node*".into()),
+            function: "take".into(),
+            fingerprint: String::new(),
         };
         let md = markdown(std::slice::from_ref(&row));
         let lines: Vec<&str> = md.lines().collect();
@@ -327,6 +339,8 @@ mod tests {
             release: "not found".into(),
             consensus: false,
             consensus_source: None,
+            function: "take".into(),
+            fingerprint: String::new(),
         };
         let sources = std::collections::HashMap::new();
         let opts = crate::report::Options {

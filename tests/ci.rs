@@ -345,6 +345,146 @@ fn a_renamed_file_keeps_its_findings_for_new_since() {
     );
 }
 
+/// A function taking a redis lock on `key` with `px` (or none), annotated.
+fn lock_fn(name: &str, purpose: &str, key: &str, px: Option<u32>) -> String {
+    let px = px
+        .map(|n| format!(".arg(\"PX\").arg({n})"))
+        .unwrap_or_default();
+    format!(
+        "pub fn {name}(con: &mut redis::Connection, id: u64) -> redis::RedisResult<bool> {{\n    // lock-purpose: {purpose} — one at a time\n    let reply: Option<String> = redis::cmd(\"SET\").arg(format!(\"{key}\")).arg(\"me\").arg(\"NX\"){px}.query(con)?;\n    Ok(reply.is_some())\n}}\n"
+    )
+}
+
+/// `inventory --new-since`: a lock moved down a file or carried by a
+/// renamed file is unchanged; a new one is added, a deleted file's is
+/// removed, and a dropped expiry or a new key is a change of the same lock.
+#[test]
+fn inventory_new_since_lists_the_locks_a_change_adds_removes_and_changes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    write(&root.join("src/lib.rs"), "mod jobs;\nmod old;\nmod kept;\n");
+    write(
+        &root.join("src/jobs.rs"),
+        &[
+            lock_fn("settle", "correctness", "invoice:{id}", Some(30_000)),
+            lock_fn("report", "efficiency", "report", Some(5_000)),
+            lock_fn("rotate", "efficiency", "keys", Some(5_000)),
+        ]
+        .concat(),
+    );
+    write(
+        &root.join("src/old.rs"),
+        &lock_fn("sweep", "efficiency", "sweep", Some(5_000)),
+    );
+    write(
+        &root.join("src/kept.rs"),
+        &lock_fn("kept", "efficiency", "kept:{id}", Some(5_000)),
+    );
+    git(root, &["init", "-q"]);
+    git(root, &["add", "."]);
+    git(root, &["commit", "-q", "-m", "base"]);
+    let run = lockaudit(root, &["inventory", "--new-since", "HEAD"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(
+        run.stdout,
+        "0 locks added, 0 removed, 0 changed, 5 unchanged since HEAD\n"
+    );
+
+    write(
+        &root.join("src/jobs.rs"),
+        &[
+            "// Jobs, moved down.\n\n".to_string(),
+            lock_fn("refund", "correctness", "refund:{id}", Some(30_000)),
+            lock_fn("settle", "correctness", "invoice:{id}", Some(30_000)),
+            lock_fn("report", "efficiency", "report", None),
+            lock_fn("rotate", "efficiency", "keys:{id}", Some(5_000)),
+        ]
+        .concat(),
+    );
+    git(root, &["rm", "-q", "src/old.rs"]);
+    git(root, &["mv", "src/kept.rs", "src/moved.rs"]);
+    write(&root.join("src/lib.rs"), "mod jobs;\nmod moved;\n");
+    git(root, &["add", "."]);
+    let run = lockaudit(
+        root,
+        &["inventory", "--new-since", "HEAD", "--format", "json"],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let v = json(&run.stdout);
+    let keys = |list: &Value| -> Vec<String> {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["key"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(keys(&v["added"]), ["refund:{id}"], "{}", run.stdout);
+    assert_eq!(v["added"][0]["path"], "src/jobs.rs");
+    assert_eq!(v["added"][0]["purpose"], "correctness");
+    assert_eq!(keys(&v["removed"]), ["sweep"], "{}", run.stdout);
+    assert_eq!(v["removed"][0]["path"], "src/old.rs");
+    assert_eq!(v["unchanged"], 2, "{}", run.stdout);
+    let changed: Vec<(String, String, Value)> = v["changed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["before"]["key"].as_str().unwrap().to_string(),
+                c["after"]["key"].as_str().unwrap().to_string(),
+                c["fields"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        changed,
+        [
+            (
+                "report".into(),
+                "report".into(),
+                serde_json::json!(["expiry"])
+            ),
+            (
+                "keys".into(),
+                "keys:{id}".into(),
+                serde_json::json!(["key"])
+            ),
+        ],
+        "{}",
+        run.stdout
+    );
+    assert_eq!(v["changed"][0]["before"]["expiry"], "PX 5000");
+    assert_eq!(v["changed"][0]["after"]["expiry"], "none");
+
+    let run = lockaudit(
+        root,
+        &["inventory", "--new-since", "HEAD", "--format", "markdown"],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout
+            .starts_with("- adds a correctness lock on refund&#58;{id} &#40;redis"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains(
+            "\n- changes the redis lock on report at src/jobs.rs:15: expiry PX 5000 → none\n"
+        ),
+        "{}",
+        run.stdout
+    );
+    // The work tree and the index are as they were.
+    assert!(root.join("src/moved.rs").exists());
+    let run = lockaudit(root, &["inventory", "--new-since", "no-such-ref"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(
+        run.stderr.contains("`no-such-ref` is not a git revision"),
+        "{}",
+        run.stderr
+    );
+}
+
 /// Code moved into the audited tree from a place the run does not audit
 /// (an excluded directory, a hidden one, `third_party/`) or out of a generated file is
 /// judged by its new place: its findings are new, not "already present".

@@ -122,6 +122,45 @@ fn the_action_script_reports_findings_through_its_exit_code_output() {
     );
     assert!(written.contains("| src/lib.rs:2 |"), "{written}");
 
+    // On a pull request (`new-since`), the locks it adds, removes and
+    // changes come first, and every lock is folded below them.
+    common::git(unannotated.path(), &["init", "-q"]);
+    common::git(unannotated.path(), &["add", "."]);
+    common::git(unannotated.path(), &["commit", "-q", "-m", "base"]);
+    fs::write(
+        unannotated.path().join("src/more.rs"),
+        "pub fn settle(con: &mut redis::Connection) -> redis::RedisResult<bool> {\n    let reply: Option<String> = redis::cmd(\"SET\").arg(\"settle\").arg(\"me\").arg(\"NX\").query(con)?;\n    Ok(reply.is_some())\n}\n",
+    )
+    .unwrap();
+    fs::write(summary.path(), "").unwrap();
+    let (code, stdout, outputs) = run_action(
+        unannotated.path(),
+        &[
+            ("INPUT_PATHS", "src"),
+            ("INPUT_INVENTORY", "true"),
+            ("INPUT_NEW_SINCE", "HEAD"),
+            ("GITHUB_STEP_SUMMARY", path),
+        ],
+    );
+    assert_eq!(code, 0, "{stdout}");
+    assert!(outputs.contains("exit-code=1\n"), "{outputs}");
+    let written = fs::read_to_string(summary.path()).unwrap();
+    assert!(
+        written.starts_with(
+            "### Lock changes\n\n- adds an unannotated lock on settle &#40;redis, expiry none,"
+        ),
+        "{written}"
+    );
+    assert!(
+        written.contains("1 lock added, 0 removed, 0 changed, 1 unchanged since HEAD"),
+        "{written}"
+    );
+    let folded = written
+        .find("<details><summary>Every lock</summary>")
+        .expect(&written);
+    assert!(written[folded..].contains("| src/lib.rs:2 |"), "{written}");
+    assert!(written[folded..].contains("| src/more.rs:2 |"), "{written}");
+
     // A bad argument is exit 2, which the action's last step turns into a
     // failed job like any other non-zero code.
     let (_, _, outputs) = run_action(annotated.path(), &[("INPUT_ARGS", "--fail-on sometimes")]);

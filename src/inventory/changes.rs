@@ -1,0 +1,455 @@
+//! `lockaudit inventory --new-since REF`: the locks a change adds, removes
+//! and changes, for a reviewer who should not have to read the diff to
+//! learn that a pull request takes a new correctness lock without a token.
+//!
+//! Rows of the two revisions are matched by fingerprint (path from the
+//! repository root, function, API, key and their order there, never the
+//! line, so moved code and renamed files keep theirs); a row left over on
+//! both sides in the same function and API is the same call with a new key.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use super::LockRow;
+use crate::fingerprint::fnv1a;
+
+/// What a change does to the locks.
+#[derive(Debug, Serialize)]
+pub struct Changes {
+    /// The revision compared with, as given.
+    pub since: String,
+    pub added: Vec<LockRow>,
+    pub removed: Vec<LockRow>,
+    pub changed: Vec<Changed>,
+    /// Locks the same at both revisions (moved lines count as the same).
+    pub unchanged: usize,
+}
+
+/// One lock, before and after, and the fields that differ.
+#[derive(Debug, Serialize)]
+pub struct Changed {
+    pub fields: Vec<&'static str>,
+    pub before: LockRow,
+    pub after: LockRow,
+}
+
+impl Changes {
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()
+    }
+}
+
+/// Fills in each row's fingerprint from its path as `repo_path` gives it,
+/// its function, API and key; two such calls in one function are told
+/// apart by their order.
+pub fn assign_fingerprints(rows: &mut [LockRow], repo_path: impl Fn(&str) -> String) {
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by(|&a, &b| {
+        (&rows[a].path, rows[a].line, rows[a].column).cmp(&(
+            &rows[b].path,
+            rows[b].line,
+            rows[b].column,
+        ))
+    });
+    let mut seen: HashMap<u64, usize> = HashMap::new();
+    for i in order {
+        let r = &rows[i];
+        let base = fnv1a(&["lock", &repo_path(&r.path), &r.function, &r.api, &r.key]);
+        let n = seen.entry(base).or_insert(0);
+        let fp = fnv1a(&[&format!("{base:016x}"), &n.to_string()]);
+        *n += 1;
+        rows[i].fingerprint = format!("{fp:016x}");
+    }
+}
+
+/// The fields a reviewer is told about, as JSON names them, that differ.
+fn differing(a: &LockRow, b: &LockRow) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    let mut diff = |name, same: bool| {
+        if !same {
+            out.push(name);
+        }
+    };
+    diff("key", a.key == b.key);
+    diff("backend", a.backend == b.backend);
+    diff("wrapper", a.wrapper == b.wrapper);
+    diff("owner", a.owner == b.owner);
+    diff("purpose", a.purpose == b.purpose);
+    diff("expiry", a.expiry == b.expiry);
+    diff("token", a.token == b.token);
+    diff("release", a.release == b.release);
+    diff(
+        "consensus",
+        a.consensus == b.consensus && a.consensus_source == b.consensus_source,
+    );
+    out
+}
+
+/// Matches the rows of two revisions, both with fingerprints assigned.
+pub fn compare(since: &str, before: Vec<LockRow>, after: Vec<LockRow>) -> Changes {
+    let mut by_fp: HashMap<String, usize> = HashMap::new();
+    for (i, r) in before.iter().enumerate() {
+        by_fp.insert(r.fingerprint.clone(), i);
+    }
+    let mut taken = vec![false; before.len()];
+    let mut pairs: Vec<(usize, LockRow)> = Vec::new();
+    let mut left: Vec<LockRow> = Vec::new();
+    for r in after {
+        match by_fp.get(&r.fingerprint) {
+            Some(&i) if !taken[i] => {
+                taken[i] = true;
+                pairs.push((i, r));
+            }
+            _ => left.push(r),
+        }
+    }
+    // The same call with another key: same file, function and API, in
+    // order among the rows neither side matched.
+    let place = |r: &LockRow| (r.path.clone(), r.function.clone(), r.api.clone());
+    let mut open: HashMap<(String, String, String), Vec<usize>> = HashMap::new();
+    for (i, r) in before.iter().enumerate().rev() {
+        if !taken[i] {
+            open.entry(place(r)).or_default().push(i);
+        }
+    }
+    let mut added = Vec::new();
+    for r in left {
+        match open.get_mut(&place(&r)).and_then(Vec::pop) {
+            Some(i) => {
+                taken[i] = true;
+                pairs.push((i, r));
+            }
+            None => added.push(r),
+        }
+    }
+    let mut before: Vec<Option<LockRow>> = before.into_iter().map(Some).collect();
+    let mut changed = Vec::new();
+    let mut unchanged = 0;
+    for (i, after) in pairs {
+        let Some(b) = before[i].take() else { continue };
+        let fields = differing(&b, &after);
+        if fields.is_empty() {
+            unchanged += 1;
+        } else {
+            changed.push(Changed {
+                fields,
+                before: b,
+                after,
+            });
+        }
+    }
+    let mut removed: Vec<LockRow> = before.into_iter().flatten().collect();
+    added.sort();
+    removed.sort();
+    changed.sort_by(|a, b| a.after.cmp(&b.after));
+    Changes {
+        since: since.to_string(),
+        added,
+        removed,
+        changed,
+        unchanged,
+    }
+}
+
+/// The one-line count: `1 lock added, 1 removed, 1 changed, 4 unchanged
+/// since main`.
+pub fn summary(c: &Changes) -> String {
+    format!(
+        "{} lock{} added, {} removed, {} changed, {} unchanged since {}",
+        c.added.len(),
+        crate::report::plural(c.added.len()),
+        c.removed.len(),
+        c.changed.len(),
+        c.unchanged,
+        c.since
+    )
+}
+
+/// A value of a field, as a phrase in a sentence.
+fn purpose_phrase(r: &LockRow) -> String {
+    match r.purpose.as_str() {
+        "missing" => "an unannotated".to_string(),
+        "malformed" => "a wrongly annotated".to_string(),
+        p if p.starts_with(['a', 'e', 'i', 'o', 'u']) => format!("an {p}"),
+        p => format!("a {p}"),
+    }
+}
+
+fn token_phrase(r: &LockRow) -> &'static str {
+    match r.token.as_str() {
+        "yes" => "fencing token used",
+        "no" => "no fencing token",
+        _ => "no fencing token from this API",
+    }
+}
+
+fn key_phrase(r: &LockRow) -> &str {
+    if r.key.is_empty() {
+        "(no key)"
+    } else {
+        &r.key
+    }
+}
+
+/// What a row is, in one sentence part: `a correctness lock on
+/// invoice:{id} (redis, expiry PX 30000, no fencing token, release
+/// owner-checked)`.
+fn describe(r: &LockRow) -> String {
+    let through = match &r.wrapper {
+        Some(w) => format!(", through {w}"),
+        None => String::new(),
+    };
+    format!(
+        "{} lock on {} ({}{}, expiry {}, {}, release {})",
+        purpose_phrase(r),
+        key_phrase(r),
+        r.backend,
+        through,
+        r.expiry,
+        token_phrase(r),
+        r.release
+    )
+}
+
+/// A field's value for the `before → after` part of a changed lock.
+fn field(r: &LockRow, name: &str) -> String {
+    let v = match name {
+        "key" => key_phrase(r).to_string(),
+        "backend" => r.backend.clone(),
+        "wrapper" => r.wrapper.clone().unwrap_or_else(|| "none".into()),
+        "owner" => r.owner.clone().unwrap_or_else(|| "none".into()),
+        "purpose" => r.purpose.clone(),
+        "expiry" => r.expiry.clone(),
+        "token" => r.token.clone(),
+        "release" => r.release.clone(),
+        "consensus" => match (&r.consensus_source, r.consensus) {
+            (Some(src), c) => format!("{} ({src})", if c { "yes" } else { "no" }),
+            (None, c) => if c { "yes" } else { "no" }.to_string(),
+        },
+        _ => String::new(),
+    };
+    if v.is_empty() {
+        "(none)".to_string()
+    } else {
+        v
+    }
+}
+
+/// The changes as sentences, one per lock, each piece passed through
+/// `esc` (the Markdown cell escaper, or the terminal's).
+fn sentences(c: &Changes, esc: &dyn Fn(&str) -> String, limit: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    for r in &c.added {
+        out.push(format!(
+            "adds {} at {}:{}",
+            esc(&describe(r)),
+            esc(&r.path),
+            r.line
+        ));
+    }
+    for x in &c.changed {
+        let what: Vec<String> = x
+            .fields
+            .iter()
+            .map(|f| {
+                format!(
+                    "{f} {} → {}",
+                    esc(&field(&x.before, f)),
+                    esc(&field(&x.after, f))
+                )
+            })
+            .collect();
+        out.push(format!(
+            "changes the {} lock on {} at {}:{}: {}",
+            esc(&x.after.backend),
+            esc(key_phrase(&x.before)),
+            esc(&x.after.path),
+            x.after.line,
+            what.join("; ")
+        ));
+    }
+    for r in &c.removed {
+        out.push(format!(
+            "removes {} (was at {}:{})",
+            esc(&describe(r)),
+            esc(&r.path),
+            r.line
+        ));
+    }
+    out.truncate(limit);
+    out
+}
+
+/// For a terminal or a log.
+pub fn text(c: &Changes) -> String {
+    let esc = |s: &str| crate::escape::text(s).into_owned();
+    let mut s = String::new();
+    for line in sentences(c, &esc, usize::MAX) {
+        s.push_str(&line);
+        s.push('\n');
+    }
+    s.push_str(&esc(&summary(c)));
+    s.push('\n');
+    s
+}
+
+/// For a pull-request comment or a job summary: a bullet per lock, every
+/// piece of code escaped as a Markdown table cell is, at most as many as
+/// the findings' summary shows.
+pub fn markdown(c: &Changes) -> String {
+    use crate::report::github::{cell, SUMMARY_ROWS};
+    let esc = |s: &str| cell(s);
+    let mut s = String::new();
+    let total = c.added.len() + c.removed.len() + c.changed.len();
+    if total == 0 {
+        s.push_str(&format!(
+            "This change adds, removes and changes no lock ({} unchanged since {}).\n",
+            c.unchanged,
+            cell(&c.since)
+        ));
+        return s;
+    }
+    for line in sentences(c, &esc, SUMMARY_ROWS) {
+        s.push_str("- ");
+        s.push_str(&line);
+        s.push('\n');
+    }
+    if total > SUMMARY_ROWS {
+        s.push_str(&format!(
+            "\n{} more changes are in `lockaudit inventory --new-since {} --format json`.\n",
+            total - SUMMARY_ROWS,
+            cell(&c.since)
+        ));
+    }
+    s.push('\n');
+    s.push_str(&cell(&summary(c)));
+    s.push('\n');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(path: &str, line: usize, function: &str, key: &str, expiry: &str) -> LockRow {
+        LockRow {
+            path: path.into(),
+            line,
+            column: 5,
+            backend: "redis".into(),
+            api: "redis.set-nx-px".into(),
+            wrapper: None,
+            key: key.into(),
+            owner: Some("&token".into()),
+            purpose: "correctness".into(),
+            expiry: expiry.into(),
+            token: "not available from this API".into(),
+            release: "owner-checked".into(),
+            consensus: false,
+            consensus_source: None,
+            function: function.into(),
+            fingerprint: String::new(),
+        }
+    }
+
+    fn fp(mut rows: Vec<LockRow>) -> Vec<LockRow> {
+        assign_fingerprints(&mut rows, |p| p.to_string());
+        rows
+    }
+
+    #[test]
+    fn moved_lines_are_unchanged_and_each_kind_of_change_is_told() {
+        let before = fp(vec![
+            row("src/a.rs", 10, "settle", "invoice:{id}", "PX 30000"),
+            row("src/a.rs", 40, "report", "report", "PX 5000"),
+            row("src/b.rs", 7, "sweep", "sweep", "PX 5000"),
+            row("src/b.rs", 20, "rotate", "keys", "PX 5000"),
+        ]);
+        let after = fp(vec![
+            // Moved down by new code above it.
+            row("src/a.rs", 25, "settle", "invoice:{id}", "PX 30000"),
+            // Its expiry dropped.
+            row("src/a.rs", 55, "report", "report", "none"),
+            // New.
+            row("src/a.rs", 70, "refund", "refund:{id}", "PX 30000"),
+            // The same call with a new key.
+            row("src/b.rs", 20, "rotate", "keys:{region}", "PX 5000"),
+        ]);
+        let c = compare("main", before, after);
+        assert_eq!(c.unchanged, 1);
+        assert_eq!(
+            c.added.iter().map(|r| r.key.as_str()).collect::<Vec<_>>(),
+            ["refund:{id}"]
+        );
+        assert_eq!(
+            c.removed.iter().map(|r| r.key.as_str()).collect::<Vec<_>>(),
+            ["sweep"]
+        );
+        let fields: Vec<(&str, &Vec<&str>)> = c
+            .changed
+            .iter()
+            .map(|x| (x.after.key.as_str(), &x.fields))
+            .collect();
+        assert_eq!(
+            fields,
+            [("report", &vec!["expiry"]), ("keys:{region}", &vec!["key"])]
+        );
+        let text = text(&c);
+        assert!(
+            text.contains(
+                "adds a correctness lock on refund:{id} (redis, expiry PX 30000, no fencing token from this API, release owner-checked) at src/a.rs:70"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("changes the redis lock on report at src/a.rs:55: expiry PX 5000 → none"),
+            "{text}"
+        );
+        assert!(
+            text.contains("removes a correctness lock on sweep"),
+            "{text}"
+        );
+        let mut efficient = row("src/c.rs", 1, "f", "k", "PX 1");
+        efficient.purpose = "efficiency".into();
+        assert!(describe(&efficient).starts_with("an efficiency lock on k ("));
+        assert!(
+            text.ends_with("1 lock added, 1 removed, 2 changed, 1 unchanged since main\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn two_calls_of_one_function_on_one_key_are_told_apart() {
+        let before = fp(vec![
+            row("src/a.rs", 10, "run", "k", "PX 1"),
+            row("src/a.rs", 12, "run", "k", "PX 1"),
+        ]);
+        assert_ne!(before[0].fingerprint, before[1].fingerprint);
+        let after = fp(vec![row("src/a.rs", 30, "run", "k", "PX 1")]);
+        let c = compare("HEAD", before, after);
+        assert_eq!((c.unchanged, c.removed.len(), c.added.len()), (1, 1, 0));
+    }
+
+    #[test]
+    fn markdown_changes_escape_the_code() {
+        let after = fp(vec![row(
+            "src/a.rs",
+            3,
+            "run",
+            "lock:{id}|[x](https://e.com) @team",
+            "PX 1",
+        )]);
+        let c = compare("main", Vec::new(), after);
+        let md = markdown(&c);
+        for markup in ["[x]", "](", "https:", " @team"] {
+            assert!(!md.contains(markup), "{markup} in {md}");
+        }
+        assert!(
+            md.starts_with("- adds a correctness lock on lock&#58;{id}\\|"),
+            "{md}"
+        );
+        let none = compare("main", Vec::new(), Vec::new());
+        assert!(markdown(&none).contains("adds, removes and changes no lock"));
+    }
+}
