@@ -71,6 +71,7 @@ fn differing(a: &LockRow, b: &LockRow) -> Vec<&'static str> {
             out.push(name);
         }
     };
+    diff("function", a.function == b.function);
     diff("key", a.key == b.key);
     diff("backend", a.backend == b.backend);
     diff("wrapper", a.wrapper == b.wrapper);
@@ -85,6 +86,9 @@ fn differing(a: &LockRow, b: &LockRow) -> Vec<&'static str> {
     );
     out
 }
+
+/// Where a lock is, for matching rows whose fingerprints differ.
+type Place = fn(&LockRow) -> (String, String, String);
 
 /// Matches the rows of two revisions, both with fingerprints assigned.
 pub fn compare(since: &str, before: Vec<LockRow>, after: Vec<LockRow>) -> Changes {
@@ -104,25 +108,33 @@ pub fn compare(since: &str, before: Vec<LockRow>, after: Vec<LockRow>) -> Change
             _ => left.push(r),
         }
     }
-    // The same call with another key: same file, function and API, in
-    // order among the rows neither side matched.
-    let place = |r: &LockRow| (r.path.clone(), r.function.clone(), r.api.clone());
-    let mut open: HashMap<(String, String, String), Vec<usize>> = HashMap::new();
-    for (i, r) in before.iter().enumerate().rev() {
-        if !taken[i] {
-            open.entry(place(r)).or_default().push(i);
-        }
-    }
-    let mut added = Vec::new();
-    for r in left {
-        match open.get_mut(&place(&r)).and_then(Vec::pop) {
-            Some(i) => {
-                taken[i] = true;
-                pairs.push((i, r));
+    // The same call with another key (same file, function and API), then
+    // in a renamed function (same file, API and key), in order among the
+    // rows neither side matched.
+    let places: [Place; 2] = [
+        |r| (r.path.clone(), r.function.clone(), r.api.clone()),
+        |r| (r.path.clone(), r.api.clone(), r.key.clone()),
+    ];
+    for place in places {
+        let mut open: HashMap<(String, String, String), Vec<usize>> = HashMap::new();
+        for (i, r) in before.iter().enumerate().rev() {
+            if !taken[i] {
+                open.entry(place(r)).or_default().push(i);
             }
-            None => added.push(r),
         }
+        let mut still = Vec::new();
+        for r in left {
+            match open.get_mut(&place(&r)).and_then(Vec::pop) {
+                Some(i) => {
+                    taken[i] = true;
+                    pairs.push((i, r));
+                }
+                None => still.push(r),
+            }
+        }
+        left = still;
     }
+    let mut added = left;
     let mut before: Vec<Option<LockRow>> = before.into_iter().map(Some).collect();
     let mut changed = Vec::new();
     let mut unchanged = 0;
@@ -215,6 +227,7 @@ fn describe(r: &LockRow) -> String {
 /// A field's value for the `before → after` part of a changed lock.
 fn field(r: &LockRow, name: &str) -> String {
     let v = match name {
+        "function" => r.function.clone(),
         "key" => key_phrase(r).to_string(),
         "backend" => r.backend.clone(),
         "wrapper" => r.wrapper.clone().unwrap_or_else(|| "none".into()),
@@ -417,6 +430,31 @@ mod tests {
             text.ends_with("1 lock added, 1 removed, 2 changed, 1 unchanged since main\n"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_renamed_function_changes_its_locks_function() {
+        let before = fp(vec![
+            row("src/a.rs", 10, "fails_when_expired", "job", "PX 1"),
+            row("src/a.rs", 30, "other", "other", "PX 1"),
+        ]);
+        let after = fp(vec![
+            row("src/a.rs", 12, "succeeds_when_expired", "job", "PX 1"),
+            row("src/a.rs", 30, "other", "other", "PX 1"),
+        ]);
+        let c = compare("main", before, after);
+        assert_eq!((c.added.len(), c.removed.len(), c.unchanged), (0, 0, 1));
+        assert_eq!(c.changed[0].fields, ["function"]);
+        assert!(
+            text(&c).contains("function fails_when_expired → succeeds_when_expired"),
+            "{}",
+            text(&c)
+        );
+        // Another key in another function is another lock.
+        let before = fp(vec![row("src/a.rs", 10, "f", "a", "PX 1")]);
+        let after = fp(vec![row("src/a.rs", 10, "g", "b", "PX 1")]);
+        let c = compare("main", before, after);
+        assert_eq!((c.added.len(), c.removed.len()), (1, 1));
     }
 
     #[test]
