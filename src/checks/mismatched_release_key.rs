@@ -16,6 +16,7 @@ use super::{CheckId, CheckInfo};
 use crate::finding::{Finding, Severity};
 use crate::model::{Event, Key};
 use crate::pack::Role;
+use crate::source::Span;
 
 pub(super) const INFO: CheckInfo = CheckInfo {
     id: CheckId::MismatchedReleaseKey,
@@ -68,10 +69,21 @@ fn shape(key: &Key) -> Option<String> {
     constant.then_some(out)
 }
 
-/// Whether `text` spells `name` as a whole identifier.
+/// Whether `text` spells `name` as a whole identifier that is a value, not
+/// the name of a call (`self.key(name)` calls `key`; it does not use it).
 fn names(text: &str, name: &str) -> bool {
-    text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .any(|w| w == name)
+    let is_word = |c: char| c.is_alphanumeric() || c == '_';
+    let mut from = 0;
+    while let Some(at) = text[from..].find(name).map(|i| i + from) {
+        let end = at + name.len();
+        from = end;
+        let whole = !text[..at].ends_with(is_word) && !text[end..].starts_with(is_word);
+        let called = text[end..].trim_start().starts_with('(');
+        if whole && !called {
+            return true;
+        }
+    }
+    false
 }
 
 fn takes(e: &Event) -> bool {
@@ -101,6 +113,96 @@ fn same_key(a: &Key, r: &Key) -> bool {
         && (a.norm == r.norm || matches!((shape(a), shape(r)), (Some(x), Some(y)) if x == y))
 }
 
+/// The one lock `f` takes before `offset` and never releases by its own
+/// key; `None` when there are none or several.
+fn open_lock<'c>(ctx: &CheckCtx<'c>, f: crate::model::FnId, offset: usize) -> Option<&'c Event> {
+    let fn_events: Vec<&Event> = ctx.model.fn_events(f).collect();
+    let open: Vec<&Event> = fn_events
+        .iter()
+        .copied()
+        .filter(|a| takes(a) && a.span.end.offset <= offset)
+        .filter(|a| {
+            let Some(ak) = &a.key else { return false };
+            !fn_events
+                .iter()
+                .any(|e| releases(e) && e.key.as_ref().is_some_and(|k| same_key(ak, k)))
+        })
+        .collect();
+    match open.as_slice() {
+        [a] if a.key.is_some() => Some(a),
+        _ => None,
+    }
+}
+
+/// The text before the first placeholder of a shape: `lock:` of `lock:{}`.
+fn prefix(shape: &str) -> &str {
+    shape.split("{}").next().unwrap_or_default()
+}
+
+/// Whether the release key `rk` adds `prefix(rk)` again around the key of
+/// the lock `a` (named by `a_key`): `lock:export:` + `lock:export:{}`. A
+/// key built around another (`{key}:progress`) is a companion key.
+fn doubled(a_key: &Key, rk: &Key) -> bool {
+    let (Some(a_shape), Some(r_shape)) = (shape(a_key), shape(rk)) else {
+        return false;
+    };
+    let p = prefix(&r_shape);
+    wraps(a_key, rk) && !p.is_empty() && a_shape.starts_with(p)
+}
+
+/// The call of the release's function `f` (from another function of the
+/// file) that passes, at the parameter `rk` builds its key around, the key
+/// of the one lock the caller holds, with the prefix `rk` adds again:
+/// `self.unlock(&key)` into `unlock(name) { del(self.lock_key(name)) }`.
+fn doubled_by_caller<'c>(
+    ctx: &CheckCtx<'c>,
+    f: crate::model::FnId,
+    rk: &Key,
+) -> Option<(&'c Event, Span)> {
+    let def = &ctx.model.fns[f];
+    let r_shape = shape(rk)?;
+    let p = prefix(&r_shape);
+    if p.is_empty() {
+        return None;
+    }
+    let has_self = def.params.first().is_some_and(|s| s == "self");
+    let param = def
+        .params
+        .iter()
+        .position(|n| n != "self" && !n.is_empty() && names(&rk.text, n))?;
+    for (g, caller) in ctx.model.fns.iter().enumerate() {
+        let g = crate::model::FnId(g as u32);
+        if g == f {
+            continue;
+        }
+        for c in caller
+            .calls
+            .iter()
+            .filter(|c| c.local && c.name == def.name && c.method == has_self)
+        {
+            let at = if has_self { param - 1 } else { param };
+            let Some(arg) = c.args.get(at) else { continue };
+            let Some(a) = open_lock(ctx, g, c.offset) else {
+                continue;
+            };
+            let Some(ak) = &a.key else { continue };
+            let ident = ak.norm.rsplit('.').next().unwrap_or(&ak.norm);
+            let plain = ak
+                .norm
+                .chars()
+                .all(|ch| ch.is_alphanumeric() || ch == '_' || ch == '.');
+            if plain
+                && arg.contains(ident)
+                && shape(ak).is_some_and(|s| s.starts_with(p))
+                && ak.norm != rk.norm
+            {
+                return Some((a, c.span));
+            }
+        }
+    }
+    None
+}
+
 fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
     for r in &ctx.model.events {
         if !releases(r) || (r.role == Role::Delete && !r.lockish) {
@@ -111,46 +213,38 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
             continue;
         }
         let Some(r_shape) = shape(rk) else { continue };
-        // A lock of the file taken on this key: the release is its own.
-        if ctx
-            .model
-            .events
-            .iter()
-            .filter(|e| takes(e))
-            .any(|a| a.key.as_ref().is_some_and(|ak| same_key(ak, rk)))
-        {
-            continue;
-        }
-        // The locks the function takes before it and never releases by
-        // their own key: exactly one, or nothing is said.
-        let fn_events: Vec<&Event> = ctx.model.fn_events(r.func).collect();
-        let open: Vec<&Event> = fn_events
-            .iter()
-            .copied()
-            .filter(|a| takes(a) && a.span.end.offset <= r.span.start.offset)
-            .filter(|a| {
-                let Some(ak) = &a.key else { return false };
-                !fn_events
-                    .iter()
-                    .any(|e| releases(e) && e.key.as_ref().is_some_and(|k| same_key(ak, k)))
-            })
-            .collect();
-        let [a] = open.as_slice() else { continue };
+        // The one lock the function holds here, or the one its caller
+        // holds and hands in.
+        let mut passed = None;
+        let held = match open_lock(ctx, r.func, r.span.start.offset) {
+            Some(a) => Some(a),
+            None => doubled_by_caller(ctx, r.func, rk).map(|(a, call)| {
+                passed = Some(call);
+                a
+            }),
+        };
+        let Some(a) = held else { continue };
         let Some(ak) = &a.key else { continue };
-        // The release wraps the lock's own key again: `lock:` + `lock:{id}`.
-        let doubled = wraps(ak, rk);
         let Some(a_shape) = shape(ak) else { continue };
-        // Built around the lock's key: a mistake when the text before it
-        // is the lock's own prefix again (`lock:export:` + `lock:export:{}`);
-        // `{key}:progress` is a companion key, not a release.
-        if doubled {
-            let prefix = r_shape.split("{}").next().unwrap_or_default();
-            if prefix.is_empty() || !a_shape.starts_with(prefix) {
+        let doubled = passed.is_some() || doubled(ak, rk);
+        if !doubled {
+            // A wrapped key that is a companion key, not a release.
+            if wraps(ak, rk) {
                 continue;
             }
-        }
-        if !doubled && a_shape == r_shape {
-            continue;
+            // A lock of the file taken on this key: the release is its own.
+            if ctx
+                .model
+                .events
+                .iter()
+                .filter(|e| takes(e))
+                .any(|e| e.key.as_ref().is_some_and(|k| same_key(k, rk)))
+            {
+                continue;
+            }
+            if a_shape == r_shape {
+                continue;
+            }
         }
         let what = if r.role == Role::Delete {
             "delete"
@@ -158,9 +252,9 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
             "release"
         };
         let message = if doubled {
-            let prefix = r_shape.split("{}").next().unwrap_or_default();
+            let p = prefix(&r_shape);
             format!(
-                "this {what} adds `{prefix}` again to the lock's own key {}: it removes `{prefix}{a_shape}`, not the lock on `{a_shape}`",
+                "this {what} adds `{p}` again to the lock's own key {}: it removes `{p}{a_shape}`, not the lock on `{a_shape}`",
                 key_name(Some(ak)),
             )
         } else {
@@ -168,7 +262,7 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
                 "this {what} of `{r_shape}` misses the lock taken on `{a_shape}`: the keys differ, so the lock stays until it expires"
             )
         };
-        let f = ctx
+        let mut f = ctx
             .finding(CheckId::MismatchedReleaseKey, r, message)
             .label(format!(
                 "{} removes nothing: no lock is held under {}",
@@ -178,7 +272,11 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
                 },
                 key_name(Some(rk))
             ))
-            .secondary(a.span, format!("the lock is taken on `{a_shape}` here"))
+            .secondary(a.span, format!("the lock is taken on `{a_shape}` here"));
+        if let Some(call) = passed {
+            f = f.secondary(call, "the lock's own key is passed in here".to_string());
+        }
+        let f = f
             .note("a release that misses its key leaves the lock in place until it expires: every other worker waits out the whole TTL, and a lock without expiry is held by a ghost for good")
             .help(HELP);
         out.push(f);

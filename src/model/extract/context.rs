@@ -21,6 +21,11 @@ pub(super) struct Cx<'a, 'ast> {
     /// Pack crates the file imports or names.
     pub crates: BTreeSet<String>,
     pub local_fns: HashSet<String>,
+    /// Functions of the file that return a key they build from a literal
+    /// (`fn lock_key(&self, name: &str) -> String { format!("lock:{name}") }`):
+    /// name → that literal, `None` when two such functions of the name
+    /// build different ones.
+    pub key_fns: HashMap<String, Option<String>>,
     /// Modules this file declares (`mod store;`).
     pub modules: HashSet<String>,
     /// Names imported from a module of the crate, with that module.
@@ -95,6 +100,7 @@ impl<'a, 'ast> Cx<'a, 'ast> {
                 .chain(own_crate.map(str::to_string))
                 .collect(),
             local_fns: index.fns.iter().map(|f| f.name.clone()).collect(),
+            key_fns: key_fns(&index.fns),
             modules: index.modules.iter().cloned().collect(),
             use_modules: &index.use_modules,
             use_renames: &index.use_renames,
@@ -108,6 +114,28 @@ impl<'a, 'ast> Cx<'a, 'ast> {
             strings,
             const_sets: RefCell::default(),
         }
+    }
+
+    /// The literal a call of one of the file's key-building functions
+    /// builds its key from: `self.lock_key(name)`, `Self::lock_key(..)`,
+    /// `lock_key(name)` (see [`Cx::key_fns`]).
+    pub fn built_key(&self, e: &Expr) -> Option<String> {
+        let name = match crate::model::keys::strip(e) {
+            Expr::MethodCall(m) if matches!(&*m.receiver, Expr::Path(p) if p.path.is_ident("self")) => {
+                m.method.to_string()
+            }
+            Expr::Call(c) => match &*c.func {
+                Expr::Path(p)
+                    if p.path.segments.len() == 1
+                        || (p.path.segments.len() == 2 && p.path.segments[0].ident == "Self") =>
+                {
+                    p.path.segments.last()?.ident.to_string()
+                }
+                _ => return None,
+            },
+            _ => return None,
+        };
+        self.key_fns.get(&name).cloned().flatten()
     }
 
     /// The strings a constant or static holds, resolved once. A constant
@@ -161,4 +189,67 @@ fn lazy_value(e: &Expr) -> &Expr {
         }
     }
     e
+}
+
+/// The file's functions that return text built from one literal as their
+/// last expression (see [`Cx::key_fns`]).
+fn key_fns(fns: &[super::index::FnItem]) -> HashMap<String, Option<String>> {
+    let mut out: HashMap<String, Option<String>> = HashMap::new();
+    for f in fns {
+        let text = f
+            .ret
+            .as_deref()
+            .is_some_and(|t| t.contains("String") || t.contains("str"));
+        if !text {
+            continue;
+        }
+        let Some(syn::Stmt::Expr(tail, None)) = f.body.stmts.last() else {
+            continue;
+        };
+        let Some(lit) = crate::model::keys::literal(tail) else {
+            continue;
+        };
+        // Placeholders only (`format!("{}{}", ..)`, `format!("{:x}", ..)`):
+        // nothing constant to tell the key by; its call says more.
+        if !has_constant_text(&lit) {
+            continue;
+        }
+        out.entry(f.name.clone())
+            .and_modify(|seen| {
+                if seen.as_deref() != Some(lit.as_str()) {
+                    *seen = None;
+                }
+            })
+            .or_insert(Some(lit));
+    }
+    out
+}
+
+/// Whether a format literal has text outside its `{..}` placeholders.
+fn has_constant_text(lit: &str) -> bool {
+    let mut depth = 0usize;
+    let mut chars = lit.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '{' if chars.peek() == Some(&'{') => return true,
+            '{' => depth += 1,
+            '}' if depth > 0 => depth -= 1,
+            _ if depth == 0 => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn constant_text_is_what_lies_outside_the_placeholders() {
+        assert!(super::has_constant_text("lock:{name}"));
+        assert!(super::has_constant_text("{a}-{b}"));
+        assert!(super::has_constant_text("{{lock}}"));
+        assert!(!super::has_constant_text("{}{}"));
+        assert!(!super::has_constant_text("{:x}"));
+        assert!(!super::has_constant_text(""));
+    }
 }

@@ -392,7 +392,10 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
         Key {
             text: w.cx.src.snippet(&span).to_string(),
             span,
-            literal: keys::literal(e).or_else(|| init.and_then(keys::literal)),
+            literal: keys::literal(e)
+                .or_else(|| init.and_then(keys::literal))
+                .or_else(|| w.cx.built_key(e))
+                .or_else(|| init.and_then(|i| w.cx.built_key(i))),
             holder_lease: lease
                 && (keys::embeds_lease_id(e) || init.is_some_and(keys::embeds_lease_id)),
             norm,
