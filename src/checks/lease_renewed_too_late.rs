@@ -41,17 +41,41 @@ fn shown(ms: u64) -> String {
 }
 
 fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
+    // The one time to live the file's leases are granted with, wherever
+    // it is set (a `LeaseLockParams` built in a constructor, a Lease spec
+    // written in a helper).
+    let file_ttls: Vec<(Span, u64)> = ctx
+        .model
+        .fns
+        .iter()
+        .flat_map(|f| f.lease_ttls.iter().copied())
+        .collect();
+    let file_ttl = match file_ttls.as_slice() {
+        [first, rest @ ..] if rest.iter().all(|(_, ms)| *ms == first.1) => Some(*first),
+        _ => None,
+    };
     for r in &ctx.model.events {
-        if r.role != Role::Renew || !ctx.lock_call(r) {
+        // A renewal, or a call that renews when called again by its holder
+        // (kube-leader-election's `try_acquire_or_renew`).
+        let renews = r.role == Role::Renew
+            || (matches!(r.role, Role::Acquire | Role::TryAcquire) && ctx.api(r).renews);
+        if !renews || !ctx.lock_call(r) {
             continue;
         }
-        let taken = ctx.acquisition_for(r);
+        let taken = if r.role == Role::Renew {
+            ctx.acquisition_for(r)
+        } else {
+            None
+        };
         let f = &ctx.model.fns[r.func];
         // The renewal's own time to live, else its acquisition's, else the
         // one lease the function grants (etcd's keep-alive of
-        // `lease_grant(10, None)`).
+        // `lease_grant(10, None)`), else the one the file grants (a lease
+        // object built in another function).
+        let leased = matches!(r.backend.as_str(), "etcd" | "kubernetes");
         let granted = match f.lease_ttls.as_slice() {
-            [(at, ms)] if r.backend == "etcd" => Some((*ms, *at)),
+            [(at, ms)] if leased => Some((*ms, *at)),
+            [] if leased => file_ttl.map(|(at, ms)| (ms, at)),
             _ => None,
         };
         let Some((ttl, ttl_at)) = r

@@ -372,7 +372,9 @@ pub struct FnModel {
     /// `tokio::time::interval(..)` made, and `.tick()` calls.
     pub pauses: Vec<Pause>,
     /// Leases granted with a constant time to live, in milliseconds:
-    /// etcd's `client.lease_grant(10, None)`.
+    /// etcd's `client.lease_grant(10, None)`, a Kubernetes Lease's
+    /// `lease_duration_seconds: Some(15)` (or `"leaseDurationSeconds": 15`
+    /// in a `json!`), kube-leader-election's `lease_ttl: Duration::from_secs(15)`.
     pub lease_ttls: Vec<(Span, u64)>,
 }
 

@@ -161,6 +161,13 @@ fn compile_api(
             None,
         );
     }
+    if raw.renews && !takes {
+        c.at(
+            &at(&["renews".into()]),
+            "`renews` is only meaningful on an acquire or try-acquire api (a `renew` api renews already)",
+            None,
+        );
+    }
     if c.count() > before {
         return None;
     }
@@ -198,6 +205,7 @@ fn compile_api(
         consensus: raw.consensus.unwrap_or(pack.consensus),
         scope: raw.scope,
         released_on_drop: raw.released_on_drop,
+        renews: raw.renews,
         returns_owned_key: raw.returns_owned_key,
         flaw: raw.flaw.clone(),
         help,

@@ -63,6 +63,8 @@ pub struct Api {
     pub consensus: bool,
     pub scope: Option<Scope>,
     pub released_on_drop: bool,
+    /// Called again, it renews the lock its caller holds (`renews`).
+    pub renews: bool,
     /// The call returns a key only this holder has (`returns-owned-key`).
     pub returns_owned_key: bool,
     pub flaw: Option<String>,

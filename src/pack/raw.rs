@@ -124,6 +124,12 @@ pub struct RawApi {
     /// owner-checked even when no explicit release call is visible.
     #[serde(default)]
     pub released_on_drop: bool,
+    /// The call also renews the lock when its caller already holds it
+    /// (kube-leader-election's `try_acquire_or_renew`): a loop that calls it
+    /// again is the lock's renewal loop, paced against the lock's time to
+    /// live. Only on an acquire or try-acquire api.
+    #[serde(default)]
+    pub renews: bool,
     /// The call returns a key no other holder can have (the path of an
     /// ephemeral-sequential node): a release of the key bound to its result
     /// deletes only this holder's lock, so it is owner-specific.

@@ -25,6 +25,13 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             });
             return;
         }
+        if name == "json" {
+            // A Lease written as JSON: `"leaseDurationSeconds": 15`.
+            if let Some((span, secs)) = json_lease_seconds(m.tokens.clone(), 0) {
+                let span = self.cx.src.span_of(span);
+                self.note_lease_ttl(span, secs * 1000.0);
+            }
+        }
         match (as_expr, self.cx.macros.get(&super::chain::macro_key(m))) {
             (Some(e), Some(_)) => self.chain(e, use_),
             (None, Some(args)) => {
@@ -178,6 +185,42 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         }
     }
 
+    /// A lease's constant time to live, in milliseconds, once however often
+    /// its statement is walked.
+    pub(super) fn note_lease_ttl(&mut self, span: crate::source::Span, ms: f64) {
+        let ttls = &mut self.model.fns[self.f].lease_ttls;
+        if (0.0..1e15).contains(&ms) && !ttls.iter().any(|(at, _)| *at == span) {
+            ttls.push((span, ms as u64));
+        }
+    }
+
+    /// A struct-literal field that sets a lease's time to live: a
+    /// Kubernetes `LeaseSpec { lease_duration_seconds: Some(15), .. }`, or
+    /// kube-leader-election's `LeaseLockParams { lease_ttl:
+    /// Duration::from_secs(15), .. }`.
+    pub(super) fn note_lease_field(&mut self, name: &str, value: &Expr) {
+        let ms = match name {
+            "lease_duration_seconds" => {
+                let v = match crate::model::keys::strip(value) {
+                    Expr::Call(c)
+                        if c.args.len() == 1
+                            && matches!(&*c.func, Expr::Path(p) if p.path.is_ident("Some")) =>
+                    {
+                        &c.args[0]
+                    }
+                    v => v,
+                };
+                number(v, self.cx.consts, 0).map(|s| s * 1000.0)
+            }
+            "lease_ttl" => duration_millis(value, self.cx.consts, 0).map(|ms| ms as f64),
+            _ => None,
+        };
+        if let Some(ms) = ms {
+            let span = expr_span(self.cx.src, value);
+            self.note_lease_ttl(span, ms);
+        }
+    }
+
     /// A wait of the function, once however often its statement is walked
     /// (a `let`'s value is walked again when its binding is resolved).
     fn note_pause(&mut self, p: crate::model::event::Pause) {
@@ -228,11 +271,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                         let start = self.cx.src.span_of(s.start).start;
                         let end = expr_span(self.cx.src, s.expr).end;
                         let span = crate::source::Span { start, end };
-                        let ttls = &mut self.model.fns[self.f].lease_ttls;
-                        let ms = secs * 1000.0;
-                        if (0.0..1e15).contains(&ms) && !ttls.iter().any(|(at, _)| *at == span) {
-                            ttls.push((span, ms as u64));
-                        }
+                        self.note_lease_ttl(span, secs * 1000.0);
                     }
                 }
             }
@@ -255,6 +294,43 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             }
         }
     }
+}
+
+/// The value of the first `"leaseDurationSeconds": N` of a `json!` body,
+/// at any depth (a few levels of objects), with the span of the number.
+fn json_lease_seconds(
+    tokens: proc_macro2::TokenStream,
+    depth: usize,
+) -> Option<(proc_macro2::Span, f64)> {
+    use proc_macro2::TokenTree;
+    if depth > 8 {
+        return None;
+    }
+    let list: Vec<TokenTree> = tokens.into_iter().collect();
+    for (i, t) in list.iter().enumerate() {
+        match t {
+            TokenTree::Literal(l) if l.to_string() == "\"leaseDurationSeconds\"" => {
+                if let (Some(TokenTree::Punct(p)), Some(TokenTree::Literal(n))) =
+                    (list.get(i + 1), list.get(i + 2))
+                {
+                    if p.as_char() == ':' {
+                        if let syn::Lit::Int(v) = syn::Lit::new(n.clone()) {
+                            if let Ok(secs) = v.base10_parse::<u32>() {
+                                return Some((n.span(), f64::from(secs)));
+                            }
+                        }
+                    }
+                }
+            }
+            TokenTree::Group(g) => {
+                if let Some(found) = json_lease_seconds(g.stream(), depth + 1) {
+                    return Some(found);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// The milliseconds a `Duration` spells as a constant:

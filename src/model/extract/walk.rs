@@ -418,7 +418,9 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 for f in &s.fields {
                     self.expr(&f.expr, Use::Value);
                     if let syn::Member::Named(n) = &f.member {
-                        self.learn_field(&n.to_string(), &f.expr);
+                        let name = n.to_string();
+                        self.note_lease_field(&name, &f.expr);
+                        self.learn_field(&name, &f.expr);
                     }
                 }
                 if let Some(r) = &s.rest {
