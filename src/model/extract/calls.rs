@@ -221,6 +221,15 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         }
     }
 
+    /// A call asking whether the lock is still held, once however often
+    /// its statement is walked.
+    fn note_held_check(&mut self, c: crate::model::event::HeldCheck) {
+        let checks = &mut self.model.fns[self.f].held_checks;
+        if !checks.iter().any(|h| h.span == c.span) {
+            checks.push(c);
+        }
+    }
+
     /// A wait of the function, once however often its statement is walked
     /// (a `let`'s value is walked again when its binding is resolved).
     fn note_pause(&mut self, p: crate::model::event::Pause) {
@@ -253,9 +262,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 }
                 if asks_if_held(&name) {
                     let span = expr_span(self.cx.src, chain.root_expr);
-                    self.model.fns[self.f]
-                        .held_checks
-                        .push(HeldCheck { name, span });
+                    self.note_held_check(HeldCheck { name, span });
                 }
             }
         }
@@ -287,7 +294,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             if asks_if_held(name) {
                 let start = self.cx.src.span_of(s.start).start;
                 let end = expr_span(self.cx.src, s.expr).end;
-                self.model.fns[self.f].held_checks.push(HeldCheck {
+                self.note_held_check(HeldCheck {
                     name: name.clone(),
                     span: crate::source::Span { start, end },
                 });
