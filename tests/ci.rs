@@ -463,17 +463,18 @@ fn inventory_new_since_lists_the_locks_a_change_adds_removes_and_changes() {
     assert_eq!(run.code, 0, "{run:?}");
     assert!(
         run.stdout
-            .starts_with("- adds a correctness lock on refund&#58;{id} &#40;redis"),
+            .starts_with("**1 lock added, 1 removed, 2 changed, 2 unchanged since HEAD**\n"),
         "{}",
         run.stdout
     );
-    assert!(
-        run.stdout.contains(
-            "\n- changes the redis lock on report at src/jobs.rs:15: expiry PX 5000 → none\n"
-        ),
-        "{}",
-        run.stdout
-    );
+    for row in [
+        "| added | src/jobs.rs:5 | redis | redis.set-nx | refund&#58;{id} | correctness | PX 30000 |",
+        "| changed | src/jobs.rs:15 | redis | redis.set-nx | report | efficiency | PX 5000 → none |",
+        "| changed | src/jobs.rs:20 | redis | redis.set-nx | keys → keys&#58;{id} | efficiency |",
+        "| removed | src/old.rs:3 (before) | redis | redis.set-nx | sweep |",
+    ] {
+        assert!(run.stdout.contains(&format!("\n{row}")), "{row}\n{}", run.stdout);
+    }
     // The work tree and the index are as they were.
     assert!(root.join("src/moved.rs").exists());
     let run = lockaudit(root, &["inventory", "--new-since", "no-such-ref"]);

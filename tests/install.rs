@@ -147,12 +147,14 @@ fn the_action_script_reports_findings_through_its_exit_code_output() {
     let written = fs::read_to_string(summary.path()).unwrap();
     assert!(
         written.starts_with(
-            "### Lock changes\n\n- adds an unannotated lock on settle &#40;redis, expiry none,"
+            "### Lock changes\n\n**1 lock added, 0 removed, 0 changed, 1 unchanged since HEAD**\n"
         ),
         "{written}"
     );
     assert!(
-        written.contains("1 lock added, 0 removed, 0 changed, 1 unchanged since HEAD"),
+        written.contains(
+            "\n| added | src/more.rs:2 | redis | redis.set-nx | settle | missing | none |"
+        ),
         "{written}"
     );
     let folded = written

@@ -307,37 +307,108 @@ pub fn text(c: &Changes) -> String {
     s
 }
 
-/// For a pull-request comment or a job summary: a bullet per lock, every
-/// piece of code escaped as a Markdown table cell is, at most as many as
-/// the findings' summary shows.
+/// For a pull-request comment or a job summary: the count, then a table
+/// with a row per lock the change adds, removes or changes (a changed
+/// field shows `before → after`), every cell escaped as the inventory's
+/// table is, at most as many rows as the findings' summary shows.
 pub fn markdown(c: &Changes) -> String {
     use crate::report::github::{cell, SUMMARY_ROWS};
-    let esc = |s: &str| cell(s);
-    let mut s = String::new();
     let total = c.added.len() + c.removed.len() + c.changed.len();
+    let mut s = format!("**{}**\n", cell(&summary(c)));
     if total == 0 {
-        s.push_str(&format!(
-            "This change adds, removes and changes no lock ({} unchanged since {}).\n",
-            c.unchanged,
-            cell(&c.since)
-        ));
         return s;
     }
-    for line in sentences(c, &esc, SUMMARY_ROWS) {
-        s.push_str("- ");
-        s.push_str(&line);
+    s.push_str(
+        "\n| change | location | backend | api | key | purpose | expiry | token | release | consensus |\n\
+         |---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    let api = |r: &LockRow| match &r.wrapper {
+        Some(w) => format!("wrapper {w} → {}", r.api),
+        None => r.api.clone(),
+    };
+    // One row: `value(name)` gives each field's text, already escaped.
+    let mut push = |change: String, location: String, value: &dyn Fn(&str) -> String| {
+        s.push_str(&format!("| {change} | {location} |"));
+        for name in [
+            "backend",
+            "api",
+            "key",
+            "purpose",
+            "expiry",
+            "token",
+            "release",
+            "consensus",
+        ] {
+            s.push_str(&format!(" {} |", value(name)));
+        }
         s.push('\n');
+    };
+    let value = |r: &LockRow, name: &str| -> String {
+        if name == "api" {
+            cell(&api(r))
+        } else {
+            cell(&field(r, name))
+        }
+    };
+    let mut rows = 0;
+    for r in &c.added {
+        if rows == SUMMARY_ROWS {
+            break;
+        }
+        rows += 1;
+        push(
+            "added".into(),
+            format!("{}:{}", cell(&r.path), r.line),
+            &|n| value(r, n),
+        );
     }
-    if total > SUMMARY_ROWS {
+    for x in &c.changed {
+        if rows == SUMMARY_ROWS {
+            break;
+        }
+        rows += 1;
+        let what = if x.fields.contains(&"function") {
+            format!(
+                "changed: function {} → {}",
+                cell(&x.before.function),
+                cell(&x.after.function)
+            )
+        } else {
+            "changed".to_string()
+        };
+        push(
+            what,
+            format!("{}:{}", cell(&x.after.path), x.after.line),
+            &|n| {
+                // `wrapper` shows in the api column.
+                let differs =
+                    x.fields.contains(&n) || (n == "api" && x.fields.contains(&"wrapper"));
+                if differs {
+                    format!("{} → {}", value(&x.before, n), value(&x.after, n))
+                } else {
+                    value(&x.after, n)
+                }
+            },
+        );
+    }
+    for r in &c.removed {
+        if rows == SUMMARY_ROWS {
+            break;
+        }
+        rows += 1;
+        push(
+            "removed".into(),
+            format!("{}:{} (before)", cell(&r.path), r.line),
+            &|n| value(r, n),
+        );
+    }
+    if total > rows {
         s.push_str(&format!(
             "\n{} more changes are in `lockaudit inventory --new-since {} --format json`.\n",
-            total - SUMMARY_ROWS,
+            total - rows,
             cell(&c.since)
         ));
     }
-    s.push('\n');
-    s.push_str(&cell(&summary(c)));
-    s.push('\n');
     s
 }
 
@@ -430,6 +501,17 @@ mod tests {
             text.ends_with("1 lock added, 1 removed, 2 changed, 1 unchanged since main\n"),
             "{text}"
         );
+        let md = markdown(&c);
+        assert!(
+            md.contains("| changed | src/a.rs:55 | redis | redis.set-nx-px | report | correctness | PX 5000 → none |"),
+            "{md}"
+        );
+        assert!(md.contains("| removed | src/b.rs:7 (before) |"), "{md}");
+        assert_eq!(
+            md.lines().filter(|l| l.starts_with("| ")).count(),
+            5,
+            "{md}"
+        );
     }
 
     #[test]
@@ -449,6 +531,13 @@ mod tests {
             text(&c).contains("function fails_when_expired → succeeds_when_expired"),
             "{}",
             text(&c)
+        );
+        assert!(
+            markdown(&c).contains(
+                "| changed: function fails&#95;when&#95;expired → succeeds&#95;when&#95;expired | src/a.rs:12 |"
+            ),
+            "{}",
+            markdown(&c)
         );
         // Another key in another function is another lock.
         let before = fp(vec![row("src/a.rs", 10, "f", "a", "PX 1")]);
@@ -483,11 +572,22 @@ mod tests {
         for markup in ["[x]", "](", "https:", " @team"] {
             assert!(!md.contains(markup), "{markup} in {md}");
         }
+        let lines: Vec<&str> = md.lines().collect();
+        assert_eq!(
+            lines[0],
+            "**1 lock added, 0 removed, 0 changed, 0 unchanged since main**"
+        );
+        // Ten cells: no `|` of the code splits one.
+        assert_eq!(lines[4].matches(" | ").count(), 9, "{md}");
         assert!(
-            md.starts_with("- adds a correctness lock on lock&#58;{id}\\|"),
+            lines[4]
+                .starts_with("| added | src/a.rs:3 | redis | redis.set-nx-px | lock&#58;{id}\\|"),
             "{md}"
         );
         let none = compare("main", Vec::new(), Vec::new());
-        assert!(markdown(&none).contains("adds, removes and changes no lock"));
+        assert_eq!(
+            markdown(&none),
+            "**0 locks added, 0 removed, 0 changed, 0 unchanged since main**\n"
+        );
     }
 }
