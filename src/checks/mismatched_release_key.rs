@@ -170,40 +170,62 @@ fn doubled_by_caller<'c>(
         .params
         .iter()
         .position(|n| n != "self" && !n.is_empty() && names(&rk.text, n))?;
-    for (g, caller) in ctx.model.fns.iter().enumerate() {
-        let g = crate::model::FnId(g as u32);
-        if g == f {
+    let calls = ctx
+        .model
+        .fns
+        .iter()
+        .enumerate()
+        .map(|(g, caller)| (crate::model::FnId(g as u32), caller))
+        .filter(|(g, _)| *g != f)
+        .flat_map(|(g, caller)| {
+            caller
+                .calls
+                .iter()
+                .filter(|c| c.local && c.name == def.name && c.method == has_self)
+                .map(move |c| (g, c))
+        })
+        .take(MAX_CALLERS);
+    for (g, c) in calls {
+        let at = if has_self { param - 1 } else { param };
+        let Some(arg) = c.args.get(at) else { continue };
+        let Some(a) = open_lock(ctx, g, c.offset) else {
             continue;
-        }
-        for c in caller
-            .calls
-            .iter()
-            .filter(|c| c.local && c.name == def.name && c.method == has_self)
+        };
+        let Some(ak) = &a.key else { continue };
+        let ident = ak.norm.rsplit('.').next().unwrap_or(&ak.norm);
+        let plain = ak
+            .norm
+            .chars()
+            .all(|ch| ch.is_alphanumeric() || ch == '_' || ch == '.');
+        if plain
+            && arg.contains(ident)
+            && shape(ak).is_some_and(|s| s.starts_with(p))
+            && ak.norm != rk.norm
         {
-            let at = if has_self { param - 1 } else { param };
-            let Some(arg) = c.args.get(at) else { continue };
-            let Some(a) = open_lock(ctx, g, c.offset) else {
-                continue;
-            };
-            let Some(ak) = &a.key else { continue };
-            let ident = ak.norm.rsplit('.').next().unwrap_or(&ak.norm);
-            let plain = ak
-                .norm
-                .chars()
-                .all(|ch| ch.is_alphanumeric() || ch == '_' || ch == '.');
-            if plain
-                && arg.contains(ident)
-                && shape(ak).is_some_and(|s| s.starts_with(p))
-                && ak.norm != rk.norm
-            {
-                return Some((a, c.span));
-            }
+            return Some((a, c.span));
         }
     }
     None
 }
 
+/// Most acquisitions and releases a file may hold for the check to pair
+/// them: each release is compared with every acquisition, so a generated
+/// file of thousands is not judged (and cannot make the run quadratic).
+const MAX_PAIRED: usize = 512;
+
+/// Most calls of a release helper compared with their callers' locks.
+const MAX_CALLERS: usize = 64;
+
 fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
+    let paired = ctx
+        .model
+        .events
+        .iter()
+        .filter(|e| takes(e) || releases(e))
+        .count();
+    if paired > MAX_PAIRED {
+        return;
+    }
     for r in &ctx.model.events {
         if !releases(r) || (r.role == Role::Delete && !r.lockish) {
             continue;
@@ -296,6 +318,35 @@ mod tests {
             literal: literal.map(str::to_string),
             holder_lease: false,
         }
+    }
+
+    /// A file with more acquisitions and releases than the check pairs is
+    /// not judged; one within the bound is, one finding a function.
+    #[test]
+    fn a_file_of_thousands_of_locks_is_not_paired() {
+        use crate::config::Settings;
+        use crate::engine::Engine;
+        use crate::pack::PackSet;
+        let file = |n: usize| -> String {
+            (0..n)
+                .map(|i| {
+                    format!(
+                        "fn settle_{i}(con: &mut redis::Connection, id: u64) {{\n    \
+                         let won: bool = redis::Commands::set_nx(con, format!(\"lock:s{i}:{{id}}\"), 1).unwrap();\n    \
+                         if won {{ let _: () = redis::Commands::del(con, format!(\"locks:s{i}:{{id}}\")).unwrap(); }}\n}}\n"
+                    )
+                })
+                .collect()
+        };
+        let packs = PackSet::builtin();
+        let settings = Settings::default();
+        let only = [CheckId::MismatchedReleaseKey];
+        let engine = Engine::new(&packs, &settings).only(&only);
+        let within = MAX_PAIRED / 2;
+        let out = engine.check_bytes("t.rs", file(within).as_bytes(), false);
+        assert_eq!(out.findings.len(), within);
+        let out = engine.check_bytes("t.rs", file(within + 1).as_bytes(), false);
+        assert!(out.findings.is_empty());
     }
 
     #[test]
