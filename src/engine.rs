@@ -31,6 +31,12 @@ pub struct Engine<'a> {
     /// Keep what the crate passes need of the file ([`FileOutcome::words`],
     /// [`FileOutcome::bytes`]): the first audit of a run that has them.
     pub keep: bool,
+    /// With `keep`, also take each file's words in its first audit. The
+    /// editor does: its session reuses them across edits. A batch run does
+    /// not: only the files of a crate whose other files offer something are
+    /// asked for words, and those are read and taken then (most crates
+    /// offer nothing, and taking every file's words was a tenth of a run).
+    pub words: bool,
     /// Counts the files parsed, when set (tests that prove what a run
     /// parses again).
     pub parses: Option<&'a std::sync::atomic::AtomicUsize>,
@@ -49,6 +55,7 @@ impl<'a> Engine<'a> {
             manifests: None,
             fns: None,
             keep: false,
+            words: false,
             parses: None,
         }
     }
@@ -64,7 +71,17 @@ impl<'a> Engine<'a> {
     /// Keeps each file's words, and the bytes of a file the crate passes
     /// will audit again, so that they need not read it.
     pub fn keeping(self, keep: bool) -> Self {
-        Engine { keep, ..self }
+        Engine {
+            keep,
+            words: keep,
+            ..self
+        }
+    }
+
+    /// With [`Engine::keeping`], whether the words are taken in the first
+    /// audit (see [`Engine::words`]).
+    pub fn keeping_words(self, words: bool) -> Self {
+        Engine { words, ..self }
     }
 
     /// Skips the files the pre-filter proves lock-free.
@@ -174,7 +191,9 @@ impl Engine<'_> {
         match result {
             Ok(mut o) => {
                 if self.keep {
-                    o.words = Some(crate::words::FileWords::of(bytes));
+                    if self.words {
+                        o.words = Some(crate::words::FileWords::of(bytes));
+                    }
                     // A file that offers wrappers may be audited again as
                     // their definer, one that asked for functions with the
                     // index; a file that only offers texts gives them and is

@@ -364,9 +364,10 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
         let round: Vec<(PathBuf, usize, String, FileResult, Reached)> = {
             let list = &scopes.list;
             let prefilters = prefilters(p, list);
+            // Words are taken later, of the crates that need them.
             let engines: Vec<Engine> = engines(list, &prefilters, &manifests)
                 .into_iter()
-                .map(|e| e.keeping(true))
+                .map(|e| e.keeping(true).keeping_words(false))
                 .collect();
             let audit_one = |(path, scope): &(PathBuf, usize)| -> (
                 PathBuf,
@@ -643,7 +644,7 @@ fn crate_passes(
     let prefilters = prefilters(p, list);
     let engines_first: Vec<Engine> = engines(list, &prefilters, manifests)
         .into_iter()
-        .map(|e| e.keeping(true))
+        .map(|e| e.keeping(true).keeping_words(false))
         .collect();
     // The files audited with an outcome; the others stay as they are.
     let mut slots = Vec::new();
