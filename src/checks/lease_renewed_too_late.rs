@@ -50,8 +50,11 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
         .iter()
         .flat_map(|f| f.lease_ttls.iter().copied())
         .collect();
+    // A lease granted with a time to live computed at run time could be
+    // the one a loop keeps: then nothing is known of the file's leases.
+    let unknown = ctx.model.fns.iter().any(|f| f.lease_ttl_unknown);
     let file_ttl = match file_ttls.as_slice() {
-        [first, rest @ ..] if rest.iter().all(|(_, ms)| *ms == first.1) => Some(*first),
+        [first, rest @ ..] if !unknown && rest.iter().all(|(_, ms)| *ms == first.1) => Some(*first),
         _ => None,
     };
     for r in &ctx.model.events {
@@ -74,8 +77,8 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
         // object built in another function).
         let leased = matches!(r.backend.as_str(), "etcd" | "kubernetes");
         let granted = match f.lease_ttls.as_slice() {
-            [(at, ms)] if leased => Some((*ms, *at)),
-            [] if leased => file_ttl.map(|(at, ms)| (ms, at)),
+            [(at, ms)] if leased && !f.lease_ttl_unknown => Some((*ms, *at)),
+            [] if leased && !f.lease_ttl_unknown => file_ttl.map(|(at, ms)| (ms, at)),
             _ => None,
         };
         let Some((ttl, ttl_at)) = r
@@ -107,7 +110,22 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
                     .iter()
                     .any(|l| l.len() < lp.len() && lp.contains(l) && l.contains(span))
         };
-        let waits: Vec<&Pause> = f.pauses.iter().filter(|p| in_this_loop(&p.span)).collect();
+        // A call that renews by being called again (`try_acquire_or_renew`)
+        // is also how a standby waits its turn: a wait under a condition on
+        // its outcome (`if !won { sleep(30 s); continue }`) paces the
+        // waiting, not the renewals.
+        let on_outcome = |p: &Pause| {
+            r.role != Role::Renew
+                && p.guards.iter().any(|&g| {
+                    let g = &f.guards[g];
+                    g.events.contains(&r.id) || r.binding.iter().any(|b| g.mentions.contains(b))
+                })
+        };
+        let waits: Vec<&Pause> = f
+            .pauses
+            .iter()
+            .filter(|p| in_this_loop(&p.span) && !on_outcome(p))
+            .collect();
         let sleeps: Vec<&&Pause> = waits
             .iter()
             .filter(|p| p.kind == PauseKind::Sleep)
@@ -133,12 +151,20 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
         if period.saturating_mul(2) <= ttl {
             continue;
         }
-        let message = format!(
-            "the lock is renewed every {} but lives {} after each renewal: a renewal {} late lets it expire while the work goes on",
-            shown(period),
-            shown(ttl),
-            shown(ttl.saturating_sub(period)),
-        );
+        let message = if period >= ttl {
+            format!(
+                "the lock is renewed every {} but lives {} after each renewal: it expires before each renewal, while the work goes on",
+                shown(period),
+                shown(ttl),
+            )
+        } else {
+            format!(
+                "the lock is renewed every {} but lives {} after each renewal: a renewal {} late lets it expire while the work goes on",
+                shown(period),
+                shown(ttl),
+                shown(ttl - period),
+            )
+        };
         let mut finding = ctx
             .finding(CheckId::LeaseRenewedTooLate, r, message)
             .label(format!(

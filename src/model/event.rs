@@ -376,6 +376,10 @@ pub struct FnModel {
     /// `lease_duration_seconds: Some(15)` (or `"leaseDurationSeconds": 15`
     /// in a `json!`), kube-leader-election's `lease_ttl: Duration::from_secs(15)`.
     pub lease_ttls: Vec<(Span, u64)>,
+    /// It grants a lease whose time to live is not a constant
+    /// (`lease_grant(config.ttl, None)`, `lease_duration_seconds:
+    /// Some(ttl)`): which lease a renewal keeps is then not known.
+    pub lease_ttl_unknown: bool,
 }
 
 /// A wait of the function ([`FnModel::pauses`]).
@@ -386,6 +390,8 @@ pub struct Pause {
     /// The period in milliseconds (`None` for a tick, and for a period the
     /// code does not spell as a constant).
     pub millis: Option<u64>,
+    /// The `if`/`match`/`while` conditions it runs under, innermost last.
+    pub guards: Vec<GuardId>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

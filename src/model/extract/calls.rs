@@ -27,9 +27,13 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         }
         if name == "json" {
             // A Lease written as JSON: `"leaseDurationSeconds": 15`.
-            if let Some((span, secs)) = json_lease_seconds(m.tokens.clone(), 0) {
-                let span = self.cx.src.span_of(span);
-                self.note_lease_ttl(span, secs * 1000.0);
+            match json_lease_seconds(m.tokens.clone(), 0) {
+                Some(Some((span, secs))) => {
+                    let span = self.cx.src.span_of(span);
+                    self.note_lease_ttl(span, secs * 1000.0);
+                }
+                Some(None) => self.model.fns[self.f].lease_ttl_unknown = true,
+                None => {}
             }
         }
         match (as_expr, self.cx.macros.get(&super::chain::macro_key(m))) {
@@ -215,9 +219,19 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             "lease_ttl" => duration_millis(value, self.cx.consts, 0).map(|ms| ms as f64),
             _ => None,
         };
-        if let Some(ms) = ms {
-            let span = expr_span(self.cx.src, value);
-            self.note_lease_ttl(span, ms);
+        match ms {
+            Some(ms) => {
+                let span = expr_span(self.cx.src, value);
+                self.note_lease_ttl(span, ms);
+            }
+            // `None` for a Lease's duration says nothing; anything else
+            // is a time to live the code computes.
+            None if matches!(name, "lease_duration_seconds" | "lease_ttl")
+                && !super::syntax::is_none(value) =>
+            {
+                self.model.fns[self.f].lease_ttl_unknown = true;
+            }
+            None => {}
         }
     }
 
@@ -258,7 +272,13 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                         .last()
                         .and_then(|d| duration_millis(d, self.cx.consts, 0));
                     let span = expr_span(self.cx.src, chain.root_expr);
-                    self.note_pause(Pause { span, kind, millis });
+                    let guards = self.guards.clone();
+                    self.note_pause(Pause {
+                        span,
+                        kind,
+                        millis,
+                        guards,
+                    });
                 }
                 if asks_if_held(&name) {
                     let span = expr_span(self.cx.src, chain.root_expr);
@@ -274,7 +294,11 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             // its keep-alive must beat.
             if name == "lease_grant" {
                 if let SegKind::Method { args, .. } = &s.kind {
-                    if let Some(secs) = args.first().and_then(|a| number(a, self.cx.consts, 0)) {
+                    let secs = args.first().and_then(|a| number(a, self.cx.consts, 0));
+                    if secs.is_none() {
+                        self.model.fns[self.f].lease_ttl_unknown = true;
+                    }
+                    if let Some(secs) = secs {
                         let start = self.cx.src.span_of(s.start).start;
                         let end = expr_span(self.cx.src, s.expr).end;
                         let span = crate::source::Span { start, end };
@@ -285,10 +309,12 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             if name == "tick" {
                 let start = self.cx.src.span_of(s.start).start;
                 let end = expr_span(self.cx.src, s.expr).end;
+                let guards = self.guards.clone();
                 self.note_pause(Pause {
                     span: crate::source::Span { start, end },
                     kind: PauseKind::Tick,
                     millis: None,
+                    guards,
                 });
             }
             if asks_if_held(name) {
@@ -303,12 +329,13 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
     }
 }
 
-/// The value of the first `"leaseDurationSeconds": N` of a `json!` body,
-/// at any depth (a few levels of objects), with the span of the number.
+/// The first `"leaseDurationSeconds": N` of a `json!` body, at any depth
+/// (a few levels of objects): the number with its span, or `Some(None)`
+/// when the value is not a number literal.
 fn json_lease_seconds(
     tokens: proc_macro2::TokenStream,
     depth: usize,
-) -> Option<(proc_macro2::Span, f64)> {
+) -> Option<Option<(proc_macro2::Span, f64)>> {
     use proc_macro2::TokenTree;
     if depth > 8 {
         return None;
@@ -317,17 +344,24 @@ fn json_lease_seconds(
     for (i, t) in list.iter().enumerate() {
         match t {
             TokenTree::Literal(l) if l.to_string() == "\"leaseDurationSeconds\"" => {
-                if let (Some(TokenTree::Punct(p)), Some(TokenTree::Literal(n))) =
-                    (list.get(i + 1), list.get(i + 2))
-                {
-                    if p.as_char() == ':' {
-                        if let syn::Lit::Int(v) = syn::Lit::new(n.clone()) {
-                            if let Ok(secs) = v.base10_parse::<u32>() {
-                                return Some((n.span(), f64::from(secs)));
-                            }
-                        }
-                    }
+                let colon =
+                    matches!(list.get(i + 1), Some(TokenTree::Punct(p)) if p.as_char() == ':');
+                if !colon {
+                    continue;
                 }
+                let value = match list.get(i + 2) {
+                    Some(TokenTree::Literal(n)) => match syn::Lit::new(n.clone()) {
+                        syn::Lit::Int(v) => v
+                            .base10_parse::<u32>()
+                            .ok()
+                            .map(|secs| (n.span(), f64::from(secs))),
+                        _ => None,
+                    },
+                    // `null`: no duration, which says nothing.
+                    Some(TokenTree::Ident(id)) if id == "null" => continue,
+                    _ => None,
+                };
+                return Some(value);
             }
             TokenTree::Group(g) => {
                 if let Some(found) = json_lease_seconds(g.stream(), depth + 1) {
