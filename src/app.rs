@@ -492,7 +492,8 @@ fn inventory(args: &InventoryArgs) -> Result<ExitStatus, Failure> {
     let repo_path = |p: &str| root_relative(p, &prepared.root_prefix, &prepared.cwd);
     crate::inventory::changes::assign_fingerprints(&mut audit.locks, repo_path);
     if let Some(rev) = &args.new_since {
-        let mut before = crate::gitref::locks_at(rev, &args.paths, &prepared)?;
+        // The paths audited now (a cargo package selection expanded).
+        let mut before = crate::gitref::locks_at(rev, &paths, &prepared)?;
         crate::inventory::changes::assign_fingerprints(&mut before, repo_path);
         let mut changes =
             crate::inventory::changes::compare(rev, before, std::mem::take(&mut audit.locks));

@@ -405,6 +405,20 @@ fn inventory_new_since_lists_the_locks_a_change_adds_removes_and_changes() {
     git(root, &["mv", "src/kept.rs", "src/moved.rs"]);
     write(&root.join("src/lib.rs"), "mod jobs;\nmod moved;\n");
     git(root, &["add", "."]);
+    let git_out = |dir: &Path, args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let status = git_out(root, &["status", "--porcelain"]);
+    let staged = git_out(root, &["diff", "--cached"]);
+    assert!(
+        status.contains("R  src/kept.rs -> src/moved.rs"),
+        "{status}"
+    );
     let run = lockaudit(
         root,
         &["inventory", "--new-since", "HEAD", "--format", "json"],
@@ -476,7 +490,8 @@ fn inventory_new_since_lists_the_locks_a_change_adds_removes_and_changes() {
         assert!(run.stdout.contains(&format!("\n{row}")), "{row}\n{}", run.stdout);
     }
     // The work tree and the index are as they were.
-    assert!(root.join("src/moved.rs").exists());
+    assert_eq!(git_out(root, &["status", "--porcelain"]), status);
+    assert_eq!(git_out(root, &["diff", "--cached"]), staged);
     let run = lockaudit(root, &["inventory", "--new-since", "no-such-ref"]);
     assert_eq!(run.code, 2, "{run:?}");
     assert!(

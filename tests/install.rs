@@ -286,6 +286,30 @@ fn cargo_lockaudit_chooses_packages_as_cargo_does() {
     ]);
     assert_eq!(globbed.1, 2, "{globbed:?}");
 
+    // `inventory --new-since` compares the same package at the base:
+    // billing's lock is not "removed" from mailer.
+    common::git(dir, &["init", "-q"]);
+    common::git(dir, &["add", "."]);
+    common::git(dir, &["commit", "-q", "-m", "base"]);
+    let r = cargo_lockaudit(
+        dir,
+        &[
+            "lockaudit",
+            "inventory",
+            "--new-since",
+            "HEAD",
+            "--format",
+            "json",
+            "-p",
+            "mailer",
+        ],
+    );
+    assert_eq!(r.code, 0, "{r:?}");
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["removed"], serde_json::json!([]), "{}", r.stdout);
+    assert_eq!(v["added"], serde_json::json!([]), "{}", r.stdout);
+    assert_eq!(v["unchanged"], 0, "{}", r.stdout);
+
     let typo = cargo_lockaudit(dir, &["lockaudit", "-p", "biling"]);
     assert_eq!(typo.code, 2, "{typo:?}");
     assert!(typo.stderr.contains("did you mean `billing`?"), "{typo:?}");

@@ -72,6 +72,9 @@ fn shape(key: &Key) -> Option<String> {
 /// Whether `text` spells `name` as a whole identifier that is a value, not
 /// the name of a call (`self.key(name)` calls `key`; it does not use it).
 fn names(text: &str, name: &str) -> bool {
+    if name.is_empty() {
+        return false;
+    }
     let is_word = |c: char| c.is_alphanumeric() || c == '_';
     let mut from = 0;
     while let Some(at) = text[from..].find(name).map(|i| i + from) {

@@ -2,10 +2,14 @@
 //! and changes, for a reviewer who should not have to read the diff to
 //! learn that a pull request takes a new correctness lock without a token.
 //!
-//! Rows of the two revisions are matched by fingerprint (path from the
-//! repository root, function, API, key and their order there, never the
-//! line, so moved code and renamed files keep theirs); a row left over on
-//! both sides in the same function and API is the same call with a new key.
+//! Rows of the two revisions are matched by the lock's identity (path from
+//! the repository root, function, API and key, never the line, so moved
+//! code and renamed files keep theirs), an unchanged row before a changed
+//! one; a row left over on both sides in the same function and API is the
+//! same call with a new key, and one of the same API and key whose function
+//! is gone, in a function that is new, is the same lock in a renamed
+//! function. The `fingerprint` of a row (JSON) hashes its identity and its
+//! order among the same.
 
 use std::collections::HashMap;
 
@@ -87,70 +91,124 @@ fn differing(a: &LockRow, b: &LockRow) -> Vec<&'static str> {
     out
 }
 
-/// Where a lock is, for matching rows whose fingerprints differ.
-type Place = fn(&LockRow) -> (String, String, String);
-
-/// Matches the rows of two revisions, both with fingerprints assigned.
-pub fn compare(since: &str, before: Vec<LockRow>, after: Vec<LockRow>) -> Changes {
-    let mut by_fp: HashMap<String, usize> = HashMap::new();
+/// Pairs the rows not yet taken whose `key` is the same, in line order:
+/// first those the same in every field a reviewer is told about (a new
+/// call beside an unchanged one leaves the unchanged one unchanged), then
+/// the rest where `allow` says they may be one lock.
+fn pair<K: std::hash::Hash + Eq>(
+    before: &[LockRow],
+    after: &[LockRow],
+    taken: &mut [bool],
+    placed: &mut [bool],
+    pairs: &mut Vec<(usize, usize)>,
+    key: impl Fn(&LockRow) -> K,
+    allow: impl Fn(&LockRow, &LockRow) -> bool,
+) {
+    let mut open: HashMap<K, Vec<usize>> = HashMap::new();
     for (i, r) in before.iter().enumerate() {
-        by_fp.insert(r.fingerprint.clone(), i);
-    }
-    let mut taken = vec![false; before.len()];
-    let mut pairs: Vec<(usize, LockRow)> = Vec::new();
-    let mut left: Vec<LockRow> = Vec::new();
-    for r in after {
-        match by_fp.get(&r.fingerprint) {
-            Some(&i) if !taken[i] => {
-                taken[i] = true;
-                pairs.push((i, r));
-            }
-            _ => left.push(r),
+        if !taken[i] {
+            open.entry(key(r)).or_default().push(i);
         }
     }
-    // The same call with another key (same file, function and API), then
-    // in a renamed function (same file, API and key), in order among the
-    // rows neither side matched.
-    let places: [Place; 2] = [
-        |r| (r.path.clone(), r.function.clone(), r.api.clone()),
-        |r| (r.path.clone(), r.api.clone(), r.key.clone()),
-    ];
-    for place in places {
-        let mut open: HashMap<(String, String, String), Vec<usize>> = HashMap::new();
-        for (i, r) in before.iter().enumerate().rev() {
-            if !taken[i] {
-                open.entry(place(r)).or_default().push(i);
+    for exact in [true, false] {
+        for (j, a) in after.iter().enumerate() {
+            if placed[j] {
+                continue;
             }
-        }
-        let mut still = Vec::new();
-        for r in left {
-            match open.get_mut(&place(&r)).and_then(Vec::pop) {
-                Some(i) => {
-                    taken[i] = true;
-                    pairs.push((i, r));
+            let Some(list) = open.get_mut(&key(a)) else {
+                continue;
+            };
+            let found = list.iter().position(|&i| {
+                let b = &before[i];
+                if exact {
+                    differing(b, a).is_empty()
+                } else {
+                    allow(b, a)
                 }
-                None => still.push(r),
+            });
+            if let Some(at) = found {
+                let i = list.remove(at);
+                taken[i] = true;
+                placed[j] = true;
+                pairs.push((i, j));
             }
         }
-        left = still;
     }
-    let mut added = left;
+}
+
+/// Matches the rows of two revisions: the same lock is the same file,
+/// function, API and key (lines may move); then the same call with a new
+/// key (same file, function and API); then the same lock in a renamed
+/// function (same file, API and key, where the old function is gone and
+/// the new one is new).
+pub fn compare(since: &str, before: Vec<LockRow>, after: Vec<LockRow>) -> Changes {
+    let mut taken = vec![false; before.len()];
+    let mut placed = vec![false; after.len()];
+    let mut pairs: Vec<(usize, usize)> = Vec::new();
+    let any = |_: &LockRow, _: &LockRow| true;
+    pair(
+        &before,
+        &after,
+        &mut taken,
+        &mut placed,
+        &mut pairs,
+        |r| {
+            (
+                r.path.clone(),
+                r.function.clone(),
+                r.api.clone(),
+                r.key.clone(),
+            )
+        },
+        any,
+    );
+    pair(
+        &before,
+        &after,
+        &mut taken,
+        &mut placed,
+        &mut pairs,
+        |r| (r.path.clone(), r.function.clone(), r.api.clone()),
+        any,
+    );
+    let functions = |rows: &[LockRow]| -> std::collections::HashSet<(String, String)> {
+        rows.iter()
+            .map(|r| (r.path.clone(), r.function.clone()))
+            .collect()
+    };
+    let (had, has) = (functions(&before), functions(&after));
+    pair(
+        &before,
+        &after,
+        &mut taken,
+        &mut placed,
+        &mut pairs,
+        |r| (r.path.clone(), r.api.clone(), r.key.clone()),
+        |b, a| {
+            !has.contains(&(b.path.clone(), b.function.clone()))
+                && !had.contains(&(a.path.clone(), a.function.clone()))
+        },
+    );
     let mut before: Vec<Option<LockRow>> = before.into_iter().map(Some).collect();
+    let mut after: Vec<Option<LockRow>> = after.into_iter().map(Some).collect();
     let mut changed = Vec::new();
     let mut unchanged = 0;
-    for (i, after) in pairs {
-        let Some(b) = before[i].take() else { continue };
-        let fields = differing(&b, &after);
+    for (i, j) in pairs {
+        let (Some(b), Some(a)) = (before[i].take(), after[j].take()) else {
+            continue;
+        };
+        let fields = differing(&b, &a);
         if fields.is_empty() {
             unchanged += 1;
         } else {
             changed.push(Changed {
                 fields,
                 before: b,
-                after,
+                after: a,
             });
         }
     }
+    let mut added: Vec<LockRow> = after.into_iter().flatten().collect();
     let mut removed: Vec<LockRow> = before.into_iter().flatten().collect();
     added.sort();
     removed.sort();
@@ -403,9 +461,14 @@ pub fn markdown(c: &Changes) -> String {
         );
     }
     if total > rows {
+        let more = total - rows;
         s.push_str(&format!(
-            "\n{} more changes are in `lockaudit inventory --new-since {} --format json`.\n",
-            total - rows,
+            "\n{more} more {} listed by lockaudit inventory --new-since {} --format json.\n",
+            if more == 1 {
+                "change is"
+            } else {
+                "changes are"
+            },
             cell(&c.since)
         ));
     }
@@ -544,6 +607,35 @@ mod tests {
         let after = fp(vec![row("src/a.rs", 10, "g", "b", "PX 1")]);
         let c = compare("main", before, after);
         assert_eq!((c.added.len(), c.removed.len()), (1, 1));
+        // A lock removed from `f`, which stays, and one added to `g`, which
+        // was there: two locks, not a rename.
+        let before = fp(vec![
+            row("src/a.rs", 10, "f", "job", "PX 1"),
+            row("src/a.rs", 20, "f", "other", "PX 1"),
+            row("src/a.rs", 30, "g", "more", "PX 1"),
+        ]);
+        let after = fp(vec![
+            row("src/a.rs", 20, "f", "other", "PX 1"),
+            row("src/a.rs", 30, "g", "more", "PX 1"),
+            row("src/a.rs", 40, "g", "job", "PX 1"),
+        ]);
+        let c = compare("main", before, after);
+        assert_eq!((c.added.len(), c.removed.len(), c.changed.len()), (1, 1, 0));
+    }
+
+    /// A new call beside an unchanged one on the same key leaves the old
+    /// one unchanged, however the lines fall.
+    #[test]
+    fn a_new_call_above_an_old_one_is_the_one_added() {
+        let before = fp(vec![row("src/a.rs", 10, "run", "k", "PX 1")]);
+        let after = fp(vec![
+            row("src/a.rs", 10, "run", "k", "none"),
+            row("src/a.rs", 12, "run", "k", "PX 1"),
+        ]);
+        let c = compare("main", before, after);
+        assert_eq!((c.unchanged, c.changed.len()), (1, 0));
+        assert_eq!(c.added.len(), 1);
+        assert_eq!((c.added[0].line, c.added[0].expiry.as_str()), (10, "none"));
     }
 
     #[test]
