@@ -949,6 +949,34 @@ pub fn crate_passes(
         crate_of.push(root);
         files.push(f);
     }
+    // A batch run's first audits take no words (most crates offer
+    // nothing): they are taken here, once, of the files of each crate
+    // where some file offers wrappers or texts or asks for functions.
+    let offering: HashSet<&PathBuf> = files
+        .iter()
+        .zip(&crate_of)
+        .filter(|(f, _)| {
+            !f.outcome.wrappers.is_empty()
+                || !f.outcome.texts.is_empty()
+                || !f.outcome.asked.names.is_empty()
+        })
+        .map(|(_, root)| root)
+        .collect();
+    let missing: Vec<usize> = (0..files.len())
+        .filter(|&i| files[i].words.is_none() && offering.contains(&crate_of[i]))
+        .collect();
+    let taken: Vec<(usize, Option<FileWords>)> = pool.install(|| {
+        missing
+            .par_iter()
+            .map(|&i| {
+                let words = files[i].text(sources).map(|b| FileWords::of(&b));
+                (i, words)
+            })
+            .collect()
+    });
+    for (i, words) in taken {
+        files[i].words = words;
+    }
     if needed(files) {
         let contexts = follow_wrappers(files, walked, &crate_of, pool, inventory, sources);
         follow_calls(
@@ -1382,8 +1410,17 @@ mod tests {
     /// another file offers, and that file once. A file that offers (here
     /// `locks.rs`, the wrapper) is kept by the first audit and never read
     /// again; the words of the rest answer whether they reach an offer.
+    /// Taken in the first audit (the editor), the words cost no read; taken
+    /// by the passes (a batch run), one read of each file of the crate that
+    /// offers, once however many rounds ask.
     #[test]
     fn the_passes_read_only_what_they_audit_again_once() {
+        for words_first in [true, false] {
+            passes_read_once(words_first);
+        }
+    }
+
+    fn passes_read_once(words_first: bool) {
         use crate::config::Settings;
         use crate::engine::Engine;
         use crate::pack::PackSet;
@@ -1425,14 +1462,23 @@ mod tests {
         let pre = Prefilter::new(&packs, &settings.lock_name);
         let first = Engine::new(&packs, &settings)
             .with_prefilter(Some(&pre))
-            .keeping(true);
+            .keeping(true)
+            .keeping_words(words_first);
         let again = Engine::new(&packs, &settings);
         let files = passes_in_memory(cwd, &texts, &read, first, again);
         let reads = reads.into_inner().unwrap();
+        let for_words = usize::from(!words_first);
         for (shown, _) in &texts {
             let n = reads[&cwd.join(shown)];
-            let want = if shown == "src/jobs.rs" { 2 } else { 1 };
-            assert_eq!(n, want, "{shown} read {n} times");
+            let want = match shown.as_str() {
+                "src/locks.rs" => 1,
+                "src/jobs.rs" => 2 + for_words,
+                _ => 1 + for_words,
+            };
+            assert_eq!(
+                n, want,
+                "{shown} read {n} times (words first: {words_first})"
+            );
         }
         // And the caller was audited knowing the wrapper.
         let jobs = files.iter().find(|f| f.shown == "src/jobs.rs").unwrap();
