@@ -371,6 +371,9 @@ fn audit_at(
 ) -> Result<Vec<crate::engine::FileOutcome>, Failure> {
     let cwd = &p.cwd;
     verify(rev, cwd)?;
+    // A path as the run prints it (a backslash in a name doubled, as the
+    // walk shows it), so the base's findings and locks carry the same path.
+    let shown_of = |rel: &str| walk::printable(std::ffi::OsStr::new(rel));
     let prefix = git(&["rev-parse", "--show-prefix"], cwd)?
         .trim()
         .to_string();
@@ -444,10 +447,11 @@ fn audit_at(
     let blobs: Vec<(String, String)> = all
         .iter()
         .filter(|(rel, _)| {
+            let rel = shown_of(rel);
             wanted.iter().any(|w| {
                 let below = if w.is_empty() {
                     Some(rel.as_str())
-                } else if rel == w {
+                } else if rel == *w {
                     Some("")
                 } else {
                     rel.strip_prefix(&format!("{}/", w.trim_end_matches('/')))
@@ -487,13 +491,16 @@ fn audit_at(
             .zip(contents.par_iter())
             .zip(blob_scope.par_iter())
             .map(|(((path, _), bytes), &scope)| {
+                let shown = shown_of(path);
                 // A generated file is skipped at the base as in the run: code
                 // that loses its generated-file header since is new.
-                if !p.include_vendored && !named.contains(path) && crate::session::generated(bytes)
+                if !p.include_vendored
+                    && !named.contains(&shown)
+                    && crate::session::generated(bytes)
                 {
                     return crate::engine::FileOutcome::default();
                 }
-                engines[scope].check_bytes(path, bytes, inventory)
+                engines[scope].check_bytes(&shown, bytes, inventory)
             })
             .collect()
     });
@@ -504,7 +511,7 @@ fn audit_at(
         .zip(&blob_scope)
         .zip(outcomes)
         .map(|(((rel, _), &scope), outcome)| {
-            crate::cross::Audited::new(PathBuf::from(rel), scope, rel.clone(), outcome)
+            crate::cross::Audited::new(PathBuf::from(rel), scope, shown_of(rel), outcome)
         })
         .collect();
     let unfiltered: Vec<Engine> = engines
@@ -552,7 +559,7 @@ fn audit_at(
         }
         inside
             .into_iter()
-            .map(|(rel, _)| (rel.clone(), PathBuf::from(rel)))
+            .map(|(rel, _)| (shown_of(&rel), PathBuf::from(rel)))
             .collect()
     };
     let sources = crate::cross::Sources {

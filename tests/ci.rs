@@ -501,6 +501,52 @@ fn inventory_new_since_lists_the_locks_a_change_adds_removes_and_changes() {
     );
 }
 
+/// A file whose name holds a backslash (a plain character on Unix) is the
+/// same file at the base: its findings and locks are not new.
+#[cfg(unix)]
+#[test]
+fn a_name_with_a_backslash_is_the_same_file_at_the_base() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    write(&root.join("src/odd\\name.rs"), &jobs(1));
+    git(root, &["init", "-q"]);
+    git(root, &["add", "."]);
+    git(root, &["commit", "-q", "-m", "base"]);
+    let run = lockaudit(root, &["check", "--format", "short", "--new-since", "HEAD"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout
+            .contains("1 already present at the base revision"),
+        "{}",
+        run.stdout
+    );
+    // Named on the command line, too.
+    let run = lockaudit(
+        root,
+        &[
+            "check",
+            "--format",
+            "short",
+            "--new-since",
+            "HEAD",
+            "src/odd\\name.rs",
+        ],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout
+            .contains("1 already present at the base revision"),
+        "{}",
+        run.stdout
+    );
+    let run = lockaudit(root, &["inventory", "--new-since", "HEAD"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(
+        run.stdout,
+        "0 locks added, 0 removed, 0 changed, 1 unchanged since HEAD\n"
+    );
+}
+
 /// Code moved into the audited tree from a place the run does not audit
 /// (an excluded directory, a hidden one, `third_party/`) or out of a generated file is
 /// judged by its new place: its findings are new, not "already present".
