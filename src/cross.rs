@@ -1585,7 +1585,7 @@ mod tests {
     ) -> Vec<String> {
         use std::path::Path;
         use std::sync::Arc;
-        let first = engine.keeping(true);
+        let first = engine.keeping(true).keeping_words(true);
         // The edited file is the editor's buffer, as in
         // `session::audit_in_crate`; the others come from disk.
         let read = |p: &Path, _: usize| -> Option<Arc<[u8]>> {

@@ -71,15 +71,11 @@ impl<'a> Engine<'a> {
     /// Keeps each file's words, and the bytes of a file the crate passes
     /// will audit again, so that they need not read it.
     pub fn keeping(self, keep: bool) -> Self {
-        Engine {
-            keep,
-            words: keep,
-            ..self
-        }
+        Engine { keep, ..self }
     }
 
-    /// With [`Engine::keeping`], whether the words are taken in the first
-    /// audit (see [`Engine::words`]).
+    /// With [`Engine::keeping`], also take the words in the first audit
+    /// (see [`Engine::words`]): the editor's session does.
     pub fn keeping_words(self, words: bool) -> Self {
         Engine { words, ..self }
     }

@@ -480,7 +480,7 @@ fn audit_at(
     let manifests = crate::model::resolve::Manifests::new(cwd.clone());
     let engines: Vec<Engine> = crate::session::engines(&scopes.list, &prefilters, &manifests)
         .into_iter()
-        .map(|e| e.keeping(true).keeping_words(false))
+        .map(|e| e.keeping(true))
         .collect();
     // The same workers as the run: large stacks for the parser.
     let pool = crate::parse::pool(p.jobs)?;

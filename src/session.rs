@@ -367,7 +367,7 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
             // Words are taken later, of the crates that need them.
             let engines: Vec<Engine> = engines(list, &prefilters, &manifests)
                 .into_iter()
-                .map(|e| e.keeping(true).keeping_words(false))
+                .map(|e| e.keeping(true))
                 .collect();
             let audit_one = |(path, scope): &(PathBuf, usize)| -> (
                 PathBuf,
@@ -644,7 +644,7 @@ fn crate_passes(
     let prefilters = prefilters(p, list);
     let engines_first: Vec<Engine> = engines(list, &prefilters, manifests)
         .into_iter()
-        .map(|e| e.keeping(true).keeping_words(false))
+        .map(|e| e.keeping(true))
         .collect();
     // The files audited with an outcome; the others stay as they are.
     let mut slots = Vec::new();
@@ -796,7 +796,11 @@ pub fn audit_in_crate(
     excludes: Option<&crate::walk::Excludes>,
     first_audits: Option<&crate::cross::FirstAudits>,
 ) -> FileOutcome {
-    let first = engine.keeping(true).check_bytes(shown, bytes, false);
+    // The session reuses each file's words across edits: taken at once.
+    let first = engine
+        .keeping(true)
+        .keeping_words(true)
+        .check_bytes(shown, bytes, false);
     let Ok(pool) = crate::parse::pool(None) else {
         return first;
     };
@@ -804,7 +808,7 @@ pub fn audit_in_crate(
     let max = engine.settings.max_file_size;
     let unfiltered = engine.with_prefilter(None).keeping(false);
     let engine_of = |_: usize| unfiltered;
-    let kept = engine.keeping(true);
+    let kept = engine.keeping(true).keeping_words(true);
     let first_engine = |_: usize| kept;
     let read = |p: &std::path::Path, _: usize| -> Option<std::sync::Arc<[u8]>> {
         if p == path {
