@@ -489,26 +489,26 @@ fn inventory(args: &InventoryArgs) -> Result<ExitStatus, Failure> {
     for u in &audit.unreadable {
         crate::escape::eprintln(&format!("error: {u}"));
     }
-    let repo_path = |p: &str| root_relative(p, &prepared.root_prefix, &prepared.cwd);
-    crate::inventory::changes::assign_fingerprints(&mut audit.locks, repo_path);
+    // Machine output and pull requests: paths from the repository root.
+    let from_root = args.format != InventoryFormat::Table;
+    let rooted = |rows: &mut [crate::inventory::LockRow]| {
+        if from_root {
+            for r in rows.iter_mut() {
+                r.path = root_relative(&r.path, &prepared.root_prefix, &prepared.cwd);
+            }
+        }
+        // Fingerprints are printed in JSON only.
+        if args.format == InventoryFormat::Json {
+            crate::inventory::changes::assign_fingerprints(rows);
+        }
+    };
+    rooted(&mut audit.locks);
     if let Some(rev) = &args.new_since {
         // The paths audited now (a cargo package selection expanded).
         let mut before = crate::gitref::locks_at(rev, &paths, &prepared)?;
-        crate::inventory::changes::assign_fingerprints(&mut before, repo_path);
-        let mut changes =
+        rooted(&mut before);
+        let changes =
             crate::inventory::changes::compare(rev, before, std::mem::take(&mut audit.locks));
-        if args.format != InventoryFormat::Table {
-            // Machine output and pull requests: paths from the repository
-            // root.
-            let rows = changes.added.iter_mut().chain(changes.removed.iter_mut());
-            let pairs = changes
-                .changed
-                .iter_mut()
-                .flat_map(|c| [&mut c.before, &mut c.after]);
-            for r in rows.chain(pairs) {
-                r.path = repo_path(&r.path);
-            }
-        }
         let text = match args.format {
             InventoryFormat::Json => {
                 let mut s = serde_json::to_string_pretty(&changes)?;
@@ -527,23 +527,11 @@ fn inventory(args: &InventoryArgs) -> Result<ExitStatus, Failure> {
     }
     let text = match args.format {
         InventoryFormat::Json => {
-            // Machine output: paths from the repository root.
-            let mut locks = audit.locks.clone();
-            for l in &mut locks {
-                l.path = root_relative(&l.path, &prepared.root_prefix, &prepared.cwd);
-            }
-            let mut s = serde_json::to_string_pretty(&serde_json::json!({ "locks": locks }))?;
+            let mut s = serde_json::to_string_pretty(&serde_json::json!({ "locks": audit.locks }))?;
             s.push('\n');
             s
         }
-        InventoryFormat::Markdown => {
-            // Read in a pull request: paths from the repository root.
-            let mut locks = audit.locks.clone();
-            for l in &mut locks {
-                l.path = root_relative(&l.path, &prepared.root_prefix, &prepared.cwd);
-            }
-            crate::inventory::markdown(&locks)
-        }
+        InventoryFormat::Markdown => crate::inventory::markdown(&audit.locks),
         InventoryFormat::Table => {
             let tty = args.output.is_none() && std::io::stdout().is_terminal();
             let opts = report::Options {

@@ -44,10 +44,10 @@ impl Changes {
     }
 }
 
-/// Fills in each row's fingerprint from its path as `repo_path` gives it,
-/// its function, API and key; two such calls in one function are told
-/// apart by their order.
-pub fn assign_fingerprints(rows: &mut [LockRow], repo_path: impl Fn(&str) -> String) {
+/// Fills in each row's fingerprint from its path (from the repository
+/// root), its function, API and key; two such calls in one function are
+/// told apart by their order.
+pub fn assign_fingerprints(rows: &mut [LockRow]) {
     let mut order: Vec<usize> = (0..rows.len()).collect();
     order.sort_by(|&a, &b| {
         (&rows[a].path, rows[a].line, rows[a].column).cmp(&(
@@ -59,7 +59,7 @@ pub fn assign_fingerprints(rows: &mut [LockRow], repo_path: impl Fn(&str) -> Str
     let mut seen: HashMap<u64, usize> = HashMap::new();
     for i in order {
         let r = &rows[i];
-        let base = fnv1a(&["lock", &repo_path(&r.path), &r.function, &r.api, &r.key]);
+        let base = fnv1a(&["lock", &r.path, &r.function, &r.api, &r.key]);
         let n = seen.entry(base).or_insert(0);
         let fp = fnv1a(&[&format!("{base:016x}"), &n.to_string()]);
         *n += 1;
@@ -501,7 +501,7 @@ mod tests {
     }
 
     fn fp(mut rows: Vec<LockRow>) -> Vec<LockRow> {
-        assign_fingerprints(&mut rows, |p| p.to_string());
+        assign_fingerprints(&mut rows);
         rows
     }
 
