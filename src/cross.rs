@@ -1186,21 +1186,15 @@ fn follow_wrappers(
                     // Taken before the read: a file that changes while it
                     // is read is not kept as the older one.
                     let before = cache.filter(|_| i >= walked).and_then(|_| stamp(&f.path));
-                    // The words the first audit kept answer first: most
-                    // files are never read again.
-                    let mut bytes = None;
-                    let words = match &f.words {
-                        Some(w) => std::borrow::Cow::Borrowed(w),
-                        None => {
-                            let b = f.text(sources)?;
-                            let w = FileWords::of(&b);
-                            bytes = Some(b);
-                            std::borrow::Cow::Owned(w)
-                        }
-                    };
-                    if !names.in_words(&words) || !reach.in_words(&words) {
+                    // Every file of a crate that offers has its words
+                    // (from its first audit, or taken before the passes):
+                    // most files are never read again. One that could not
+                    // be read has none, and nothing to be given.
+                    let words = f.words.as_ref()?;
+                    if !names.in_words(words) || !reach.in_words(words) {
                         return None;
                     }
+                    let mut bytes: Option<Arc<[u8]>> = None;
                     // An editor session's file unchanged since its scan
                     // was kept is neither read nor scanned again.
                     let kept = cache.zip(before).and_then(|(c, at)| c.scan(&f.path, at));
