@@ -57,6 +57,9 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
         [first, rest @ ..] if !unknown && rest.iter().all(|(_, ms)| *ms == first.1) => Some(*first),
         _ => None,
     };
+    // Each function's waits with the innermost loop they run in, found once.
+    let mut pause_loops: std::collections::HashMap<crate::model::FnId, Vec<Option<usize>>> =
+        std::collections::HashMap::new();
     for r in &ctx.model.events {
         // A renewal, or a call that renews when called again by its holder
         // (kube-leader-election's `try_acquire_or_renew`).
@@ -92,24 +95,29 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
         if ttl == 0 {
             continue;
         }
-        // The innermost loop the renewal runs in.
-        let Some(lp) = f
-            .loops
-            .iter()
-            .filter(|l| l.contains(&r.span))
-            .min_by_key(|l| l.len())
-        else {
+        // A function of more loops or waits than the model keeps is not
+        // judged (its list of waits may be cut short).
+        if f.loops.len() > crate::model::MAX_PACED || f.pauses.len() >= crate::model::MAX_PACED {
+            continue;
+        }
+        let innermost = |span: &Span| {
+            f.loops
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| l.contains(span))
+                .min_by_key(|(_, l)| l.len())
+                .map(|(i, _)| i)
+        };
+        // The innermost loop the renewal runs in; a wait counts when that
+        // loop is its own innermost one (a wait in a nested loop paces
+        // that loop, not this one).
+        let Some(lp) = innermost(&r.span) else {
             continue;
         };
-        // What is innermost in that same loop: a wait in a nested loop
-        // paces that loop, not this one.
-        let in_this_loop = |span: &Span| {
-            lp.contains(span)
-                && !f
-                    .loops
-                    .iter()
-                    .any(|l| l.len() < lp.len() && lp.contains(l) && l.contains(span))
-        };
+        let pause_loops = pause_loops
+            .entry(r.func)
+            .or_insert_with(|| f.pauses.iter().map(|p| innermost(&p.span)).collect());
+        let in_this_loop = |j: usize| pause_loops[j] == Some(lp);
         // A call that renews by being called again (`try_acquire_or_renew`)
         // is also how a standby waits its turn: a wait under a condition on
         // its outcome (`if !won { sleep(30 s); continue }`) paces the
@@ -124,7 +132,9 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
         let waits: Vec<&Pause> = f
             .pauses
             .iter()
-            .filter(|p| in_this_loop(&p.span) && !on_outcome(p))
+            .enumerate()
+            .filter(|(j, p)| in_this_loop(*j) && !on_outcome(p))
+            .map(|(_, p)| p)
             .collect();
         let sleeps: Vec<&&Pause> = waits
             .iter()
@@ -186,5 +196,40 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
             );
         }
         out.push(finding.help(HELP));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Settings;
+    use crate::engine::Engine;
+    use crate::pack::PackSet;
+    use crate::vocab::CheckId;
+
+    /// A renewal paced too slowly, followed by `extra` other loops that
+    /// each wait: within the bound it is judged; past it, the function is
+    /// not (and a run over such a file stays linear).
+    fn findings(extra: usize) -> usize {
+        let mut body = String::from(
+            "fn g(con: &mut redis::Connection, lock_key: &str) -> redis::RedisResult<()> {\n    loop {\n        let _: bool = redis::cmd(\"PEXPIRE\").arg(lock_key).arg(30_000).query(con)?;\n        std::thread::sleep(std::time::Duration::from_secs(20));\n    }\n",
+        );
+        for _ in 0..extra {
+            body.push_str("    loop { std::thread::sleep(std::time::Duration::from_secs(1)); }\n");
+        }
+        body.push_str("}\n");
+        let packs = PackSet::builtin();
+        let settings = Settings::default();
+        let only = [CheckId::LeaseRenewedTooLate];
+        let engine = Engine::new(&packs, &settings).only(&only);
+        engine
+            .check_bytes("t.rs", body.as_bytes(), false)
+            .findings
+            .len()
+    }
+
+    #[test]
+    fn a_function_of_thousands_of_loops_is_not_judged() {
+        assert_eq!(findings(3), 1);
+        assert_eq!(findings(crate::model::MAX_PACED + 1), 0);
     }
 }

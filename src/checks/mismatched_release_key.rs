@@ -11,6 +11,8 @@
 //! release builds its key around the acquisition's own key variable
 //! (`format!("lock:{key}")` of a `key` that already is `lock:{id}`).
 
+use std::collections::HashMap;
+
 use super::common::{call_label, key_name, CheckCtx};
 use super::{CheckId, CheckInfo};
 use crate::finding::{Finding, Severity};
@@ -36,7 +38,7 @@ const HELP: &str = "release the key the lock was taken with: build it once (one 
 /// has no literal, or the literal is placeholders only (`"{}"`): nothing
 /// constant to compare.
 fn shape(key: &Key) -> Option<String> {
-    let lit = key.literal.as_deref()?;
+    let lit = key.literal.as_deref().filter(|l| l.len() <= MAX_KEY)?;
     let mut out = String::with_capacity(lit.len());
     let mut chars = lit.chars().peekable();
     let mut constant = false;
@@ -116,23 +118,40 @@ fn same_key(a: &Key, r: &Key) -> bool {
         && (a.norm == r.norm || matches!((shape(a), shape(r)), (Some(x), Some(y)) if x == y))
 }
 
+/// Each function's locks that nothing in it releases by their own key,
+/// found once per file (each acquisition against each release of its
+/// function).
+type Unreleased<'c> = HashMap<crate::model::FnId, Vec<&'c Event>>;
+
+fn unreleased<'c>(ctx: &CheckCtx<'c>) -> Unreleased<'c> {
+    let mut out: Unreleased = HashMap::new();
+    for (i, _) in ctx.model.fns.iter().enumerate() {
+        let f = crate::model::FnId(i as u32);
+        let events: Vec<&Event> = ctx.model.fn_events(f).collect();
+        let open: Vec<&Event> = events
+            .iter()
+            .copied()
+            .filter(|a| takes(a))
+            .filter(|a| {
+                let Some(ak) = &a.key else { return false };
+                !events
+                    .iter()
+                    .any(|e| releases(e) && e.key.as_ref().is_some_and(|k| same_key(ak, k)))
+            })
+            .collect();
+        if !open.is_empty() {
+            out.insert(f, open);
+        }
+    }
+    out
+}
+
 /// The one lock `f` takes before `offset` and never releases by its own
 /// key; `None` when there are none or several.
-fn open_lock<'c>(ctx: &CheckCtx<'c>, f: crate::model::FnId, offset: usize) -> Option<&'c Event> {
-    let fn_events: Vec<&Event> = ctx.model.fn_events(f).collect();
-    let open: Vec<&Event> = fn_events
-        .iter()
-        .copied()
-        .filter(|a| takes(a) && a.span.end.offset <= offset)
-        .filter(|a| {
-            let Some(ak) = &a.key else { return false };
-            !fn_events
-                .iter()
-                .any(|e| releases(e) && e.key.as_ref().is_some_and(|k| same_key(ak, k)))
-        })
-        .collect();
-    match open.as_slice() {
-        [a] if a.key.is_some() => Some(a),
+fn open_lock<'c>(open: &Unreleased<'c>, f: crate::model::FnId, offset: usize) -> Option<&'c Event> {
+    let mut before = open.get(&f)?.iter().filter(|a| a.span.end.offset <= offset);
+    match (before.next(), before.next()) {
+        (Some(a), None) => Some(a),
         _ => None,
     }
 }
@@ -159,6 +178,7 @@ fn doubled(a_key: &Key, rk: &Key) -> bool {
 /// `self.unlock(&key)` into `unlock(name) { del(self.lock_key(name)) }`.
 fn doubled_by_caller<'c>(
     ctx: &CheckCtx<'c>,
+    open: &Unreleased<'c>,
     f: crate::model::FnId,
     rk: &Key,
 ) -> Option<(&'c Event, Span)> {
@@ -191,7 +211,7 @@ fn doubled_by_caller<'c>(
     for (g, c) in calls {
         let at = if has_self { param - 1 } else { param };
         let Some(arg) = c.args.get(at) else { continue };
-        let Some(a) = open_lock(ctx, g, c.offset) else {
+        let Some(a) = open_lock(open, g, c.offset) else {
             continue;
         };
         let Some(ak) = &a.key else { continue };
@@ -216,6 +236,10 @@ fn doubled_by_caller<'c>(
 /// file of thousands is not judged (and cannot make the run quadratic).
 const MAX_PAIRED: usize = 512;
 
+/// Longest key literal compared: a longer one (generated, or hostile)
+/// has no shape, and nothing is said about it.
+const MAX_KEY: usize = 256;
+
 /// Most calls of a release helper compared with their callers' locks.
 const MAX_CALLERS: usize = 64;
 
@@ -229,6 +253,7 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
     if paired > MAX_PAIRED {
         return;
     }
+    let open = unreleased(ctx);
     for r in &ctx.model.events {
         if !releases(r) || (r.role == Role::Delete && !r.lockish) {
             continue;
@@ -241,9 +266,9 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
         // The one lock the function holds here, or the one its caller
         // holds and hands in.
         let mut passed = None;
-        let held = match open_lock(ctx, r.func, r.span.start.offset) {
+        let held = match open_lock(&open, r.func, r.span.start.offset) {
             Some(a) => Some(a),
-            None => doubled_by_caller(ctx, r.func, rk).map(|(a, call)| {
+            None => doubled_by_caller(ctx, &open, r.func, rk).map(|(a, call)| {
                 passed = Some(call);
                 a
             }),

@@ -382,6 +382,12 @@ pub struct FnModel {
     pub lease_ttl_unknown: bool,
 }
 
+/// Most waits, leases and "still mine?" checks the model keeps per
+/// function, and most loops a function may have for the checks that pace
+/// renewals to judge it: a generated or hostile function of thousands
+/// would make each renewal cost as much as all of them.
+pub const MAX_PACED: usize = 256;
+
 /// A wait of the function ([`FnModel::pauses`]).
 #[derive(Debug, Clone)]
 pub struct Pause {

@@ -192,9 +192,14 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
     /// A lease's constant time to live, in milliseconds, once however often
     /// its statement is walked.
     pub(super) fn note_lease_ttl(&mut self, span: crate::source::Span, ms: f64) {
-        let ttls = &mut self.model.fns[self.f].lease_ttls;
-        if (0.0..1e15).contains(&ms) && !ttls.iter().any(|(at, _)| *at == span) {
-            ttls.push((span, ms as u64));
+        let f = &mut self.model.fns[self.f];
+        if f.lease_ttls.len() >= crate::model::MAX_PACED {
+            // More than the model keeps: which lease is which is unknown.
+            f.lease_ttl_unknown = true;
+            return;
+        }
+        if (0.0..1e15).contains(&ms) && !f.lease_ttls.iter().any(|(at, _)| *at == span) {
+            f.lease_ttls.push((span, ms as u64));
         }
     }
 
@@ -239,7 +244,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
     /// its statement is walked.
     fn note_held_check(&mut self, c: crate::model::event::HeldCheck) {
         let checks = &mut self.model.fns[self.f].held_checks;
-        if !checks.iter().any(|h| h.span == c.span) {
+        if checks.len() < crate::model::MAX_PACED && !checks.iter().any(|h| h.span == c.span) {
             checks.push(c);
         }
     }
@@ -248,7 +253,11 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
     /// (a `let`'s value is walked again when its binding is resolved).
     fn note_pause(&mut self, p: crate::model::event::Pause) {
         let pauses = &mut self.model.fns[self.f].pauses;
-        if !pauses.iter().any(|q| q.span == p.span && q.kind == p.kind) {
+        // Kept up to a bound (a function past it is not judged by the
+        // checks that read waits).
+        if pauses.len() < crate::model::MAX_PACED
+            && !pauses.iter().any(|q| q.span == p.span && q.kind == p.kind)
+        {
             pauses.push(p);
         }
     }
