@@ -221,12 +221,17 @@ pub fn table(rows: &[LockRow], opts: &crate::report::Options) -> String {
 /// markup, link, autolink or mention can come from the code), and at most
 /// as many rows as that summary shows, the rest counted.
 pub fn markdown(rows: &[LockRow]) -> String {
-    use crate::report::github::{cell, SUMMARY_ROWS};
+    use crate::report::github::{cell, SUMMARY_BYTES, SUMMARY_ROWS};
     let mut s = String::from(
         "| location | backend | api | key | purpose | expiry | token | release | consensus |\n\
          |---|---|---|---|---|---|---|---|---|\n",
     );
+    let mut written = 0;
     for r in rows.iter().take(SUMMARY_ROWS) {
+        if s.len() > SUMMARY_BYTES {
+            break;
+        }
+        written += 1;
         let api = match &r.wrapper {
             Some(w) => format!("wrapper {w} → {}", r.api),
             None => r.api.clone(),
@@ -258,10 +263,10 @@ pub fn markdown(rows: &[LockRow]) -> String {
         }
         s.push('\n');
     }
-    if rows.len() > SUMMARY_ROWS {
+    if rows.len() > written {
         s.push_str(&format!(
             "\n{} more locks are in `lockaudit inventory --format json`.\n",
-            rows.len() - SUMMARY_ROWS
+            rows.len() - written
         ));
     }
     s.push_str(&format!(
@@ -319,6 +324,38 @@ mod tests {
             "{}",
             &md[md.len() - 200..]
         );
+    }
+
+    /// Long cells are cut and rows stop past a byte budget: a job summary
+    /// stays far below GitHub's 1 MiB whatever the code holds.
+    #[test]
+    fn markdown_stays_small_whatever_the_keys() {
+        let row = LockRow {
+            path: "src/a.rs".into(),
+            line: 1,
+            column: 1,
+            backend: "redis".into(),
+            api: "redis.set-nx".into(),
+            wrapper: None,
+            key: format!("lock{}", ":".repeat(250_000)),
+            owner: None,
+            purpose: "missing".into(),
+            expiry: "none".into(),
+            token: "no".into(),
+            release: "not found".into(),
+            consensus: false,
+            consensus_source: Some("x".repeat(3_000)),
+            function: "take".into(),
+            fingerprint: String::new(),
+        };
+        let md = markdown(&vec![row; 400]);
+        assert!(md.len() < 300 * 1024, "{} bytes", md.len());
+        assert!(
+            md.contains("more locks are in"),
+            "{}",
+            &md[md.len() - 200..]
+        );
+        assert!(md.contains("…"));
     }
 
     #[test]

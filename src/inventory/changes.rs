@@ -370,7 +370,7 @@ pub fn text(c: &Changes) -> String {
 /// field shows `before → after`), every cell escaped as the inventory's
 /// table is, at most as many rows as the findings' summary shows.
 pub fn markdown(c: &Changes) -> String {
-    use crate::report::github::{cell, SUMMARY_ROWS};
+    use crate::report::github::{cell, SUMMARY_BYTES, SUMMARY_ROWS};
     let total = c.added.len() + c.removed.len() + c.changed.len();
     let mut s = format!("**{}**\n", cell(&summary(c)));
     if total == 0 {
@@ -385,22 +385,23 @@ pub fn markdown(c: &Changes) -> String {
         None => r.api.clone(),
     };
     // One row: `value(name)` gives each field's text, already escaped.
-    let mut push = |change: String, location: String, value: &dyn Fn(&str) -> String| {
-        s.push_str(&format!("| {change} | {location} |"));
-        for name in [
-            "backend",
-            "api",
-            "key",
-            "purpose",
-            "expiry",
-            "token",
-            "release",
-            "consensus",
-        ] {
-            s.push_str(&format!(" {} |", value(name)));
-        }
-        s.push('\n');
-    };
+    let push =
+        |s: &mut String, change: String, location: String, value: &dyn Fn(&str) -> String| {
+            s.push_str(&format!("| {change} | {location} |"));
+            for name in [
+                "backend",
+                "api",
+                "key",
+                "purpose",
+                "expiry",
+                "token",
+                "release",
+                "consensus",
+            ] {
+                s.push_str(&format!(" {} |", value(name)));
+            }
+            s.push('\n');
+        };
     let value = |r: &LockRow, name: &str| -> String {
         if name == "api" {
             cell(&api(r))
@@ -410,18 +411,19 @@ pub fn markdown(c: &Changes) -> String {
     };
     let mut rows = 0;
     for r in &c.added {
-        if rows == SUMMARY_ROWS {
+        if rows == SUMMARY_ROWS || s.len() > SUMMARY_BYTES {
             break;
         }
         rows += 1;
         push(
+            &mut s,
             "added".into(),
             format!("{}:{}", cell(&r.path), r.line),
             &|n| value(r, n),
         );
     }
     for x in &c.changed {
-        if rows == SUMMARY_ROWS {
+        if rows == SUMMARY_ROWS || s.len() > SUMMARY_BYTES {
             break;
         }
         rows += 1;
@@ -435,6 +437,7 @@ pub fn markdown(c: &Changes) -> String {
             "changed".to_string()
         };
         push(
+            &mut s,
             what,
             format!("{}:{}", cell(&x.after.path), x.after.line),
             &|n| {
@@ -450,11 +453,12 @@ pub fn markdown(c: &Changes) -> String {
         );
     }
     for r in &c.removed {
-        if rows == SUMMARY_ROWS {
+        if rows == SUMMARY_ROWS || s.len() > SUMMARY_BYTES {
             break;
         }
         rows += 1;
         push(
+            &mut s,
             "removed".into(),
             format!("{}:{} (before)", cell(&r.path), r.line),
             &|n| value(r, n),

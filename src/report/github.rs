@@ -113,7 +113,12 @@ fn command(f: &Finding, level: &str) -> String {
 /// `<wbr>` (a word-break opportunity, which shows nothing), which it does
 /// not link across.
 pub(crate) fn cell(s: &str) -> String {
-    let escaped = crate::escape::text(s);
+    // A cell shows at most MAX_CELL characters of its text, then `…`.
+    let s = match s.char_indices().nth(MAX_CELL) {
+        Some((at, _)) => std::borrow::Cow::Owned(format!("{}…", &s[..at])),
+        None => std::borrow::Cow::Borrowed(s),
+    };
+    let escaped = crate::escape::text(&s);
     let mut out = String::with_capacity(escaped.len() + 8);
     for (i, c) in escaped.char_indices() {
         match c {
@@ -137,6 +142,13 @@ pub(crate) fn cell(s: &str) -> String {
 /// At most this many rows in the step summary (GitHub caps it at 1 MiB).
 pub(crate) const SUMMARY_ROWS: usize = 500;
 
+/// Rows stop once a table is this long: the findings' table and the
+/// Action's two inventory tables stay within GitHub's 1 MiB together.
+pub(crate) const SUMMARY_BYTES: usize = 256 * 1024;
+
+/// The most characters of one cell's text.
+const MAX_CELL: usize = 300;
+
 /// The Markdown appended to `$GITHUB_STEP_SUMMARY`: the summary line and a
 /// table of every unsuppressed finding.
 pub fn step_summary(findings: &[Finding], summary: &Summary) -> String {
@@ -146,7 +158,12 @@ pub fn step_summary(findings: &[Finding], summary: &Summary) -> String {
         return out;
     }
     out.push_str("| location | severity | check | message |\n|---|---|---|---|\n");
+    let mut rows = 0;
     for f in shown.iter().take(SUMMARY_ROWS) {
+        if out.len() > SUMMARY_BYTES {
+            break;
+        }
+        rows += 1;
         out.push_str(&format!(
             "| {}:{}:{} | {} | {} | {} |\n",
             cell(&f.path),
@@ -157,10 +174,10 @@ pub fn step_summary(findings: &[Finding], summary: &Summary) -> String {
             cell(&f.message)
         ));
     }
-    if shown.len() > SUMMARY_ROWS {
+    if shown.len() > rows {
         out.push_str(&format!(
             "\n{} more findings are in the SARIF report (`--format sarif`).\n",
-            shown.len() - SUMMARY_ROWS
+            shown.len() - rows
         ));
     }
     out.push('\n');
