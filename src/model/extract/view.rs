@@ -21,6 +21,9 @@ use super::syntax::{collect_words, is_none, str_lit, struct_field};
 use super::walk::Walker;
 use crate::pack::{Api, ApiRef, ExpirySource, KeySpec, Pack, PackSet, Role};
 
+/// The longest key literal a key keeps (see [`View::key_at`]).
+const MAX_KEY_LITERAL: usize = 1024;
+
 /// Most locals followed from a call's arguments for its fields.
 const MAX_FOLLOWED: usize = 16;
 
@@ -395,7 +398,10 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
             literal: keys::literal(e)
                 .or_else(|| init.and_then(keys::literal))
                 .or_else(|| w.cx.built_key(e))
-                .or_else(|| init.and_then(|i| w.cx.built_key(i))),
+                .or_else(|| init.and_then(|i| w.cx.built_key(i)))
+                // Each event and inventory row keeps its own copy: a key
+                // of a kilobyte or more (generated, or hostile) keeps none.
+                .filter(|l| l.len() <= MAX_KEY_LITERAL),
             holder_lease: lease
                 && (keys::embeds_lease_id(e) || init.is_some_and(keys::embeds_lease_id)),
             norm,
