@@ -477,7 +477,7 @@ fn audit_at(
         .collect();
     let prefilters = crate::session::prefilters(p, &scopes.list);
     // The engines of the run, built the same way.
-    let manifests = crate::model::resolve::Manifests::new(cwd.clone());
+    let manifests = crate::model::resolve::Manifests::new(cwd.clone()).with_named(p.named_places());
     let engines: Vec<Engine> = crate::session::engines(&scopes.list, &prefilters, &manifests)
         .into_iter()
         .map(|e| e.keeping(true))

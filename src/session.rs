@@ -185,6 +185,18 @@ pub fn prepare(paths: &[PathBuf], common: &CommonArgs) -> Result<Prepared, Failu
     })
 }
 
+impl Prepared {
+    /// The paths the command line names, canonical: the directories
+    /// walked and the files named.
+    pub fn named_places(&self) -> Vec<PathBuf> {
+        let files = self
+            .named
+            .iter()
+            .filter_map(|f| std::fs::canonicalize(self.cwd.join(f)).ok());
+        self.walked_dirs.iter().cloned().chain(files).collect()
+    }
+}
+
 pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -355,7 +367,7 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
         .collect();
     let mut excluded_modules = 0usize;
     let mut results: Vec<(PathBuf, usize, String, FileResult)> = Vec::new();
-    let manifests = Manifests::new(p.cwd.clone());
+    let manifests = Manifests::new(p.cwd.clone()).with_named(p.named_places());
     let progress = crate::progress::Progress::files(queue.len());
     let mut places = ModPlaces::default();
     // Files whose macros declare modules: those cannot be followed.
@@ -737,7 +749,7 @@ pub(crate) fn audit_stdin(p: &Prepared, name: &Path) -> Result<Audit, Failure> {
         .read_to_end(&mut bytes)
         .map_err(|e| Failure(format!("cannot read standard input: {e}")))?;
     let shown = walk::display_path(name, &p.cwd);
-    let manifests = Manifests::new(p.cwd.clone());
+    let manifests = Manifests::new(p.cwd.clone()).with_named(p.named_places());
     let pre = p
         .prefilter
         .then(|| Prefilter::new(&s.packs, &s.settings.lock_name));

@@ -1626,6 +1626,75 @@ fn a_lock_crates_own_source_is_evidence_for_it() {
     assert_eq!(unfiltered.stdout, run.stdout);
 }
 
+/// What a run finds does not depend on the directory it starts from: a
+/// lock crate's own manifest is read when the crate is named by an
+/// absolute path from elsewhere, inside a repository or in none.
+#[test]
+fn a_lock_crate_named_from_elsewhere_is_audited_the_same() {
+    let krate = tempfile::tempdir().unwrap();
+    let files = [
+        (
+            "Cargo.toml",
+            "[package]\nname = \"etcd-client\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        ),
+        ("src/lib.rs", "mod client;\nmod lock;\npub use client::Client;\n"),
+        (
+            "src/client.rs",
+            "use crate::lock::{LockClient, LockOptions, LockResponse};\n\
+             pub struct Client { lock: LockClient }\n\
+             impl Client {\n\
+             \x20   pub async fn lock(&mut self, name: impl Into<Vec<u8>>, options: Option<LockOptions>) -> Result<LockResponse, String> {\n\
+             \x20       self.lock.lock(name, options).await\n\
+             \x20   }\n\
+             }\n",
+        ),
+        (
+            "src/lock.rs",
+            "pub struct LockClient;\npub struct LockOptions;\npub struct LockResponse;\n\
+             impl LockClient {\n\
+             \x20   pub async fn lock(&mut self, _n: impl Into<Vec<u8>>, _o: Option<LockOptions>) -> Result<LockResponse, String> { Ok(LockResponse) }\n\
+             }\n",
+        ),
+    ];
+    for (name, text) in files {
+        let path = krate.path().join(name);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+    let inside = lockaudit(krate.path(), &["check", "--format", "short", "."]);
+    assert!(
+        inside
+            .stdout
+            .contains("src/client.rs:5:19: error[missing-purpose]"),
+        "{inside:?}"
+    );
+    let elsewhere = tempfile::tempdir().unwrap();
+    let abs = krate.path().to_str().unwrap();
+    let afar = lockaudit(elsewhere.path(), &["check", "--format", "short", abs]);
+    assert_eq!(
+        afar.stdout.replace(&format!("{abs}/"), ""),
+        inside.stdout,
+        "{afar:?}"
+    );
+    // A directory of the crate named: its manifest is still the crate's.
+    let src_inside = lockaudit(krate.path(), &["check", "--format", "short", "src"]);
+    assert!(
+        src_inside.stdout.contains("src/client.rs:5:19"),
+        "{src_inside:?}"
+    );
+    let src = format!("{abs}/src");
+    let src_afar = lockaudit(elsewhere.path(), &["check", "--format", "short", &src]);
+    assert_eq!(
+        src_afar.stdout.replace(&format!("{abs}/"), ""),
+        src_inside.stdout,
+        "{src_afar:?}"
+    );
+    // The same crate inside a repository, named from outside it.
+    fs::create_dir(krate.path().join(".git")).unwrap();
+    let in_repo = lockaudit(elsewhere.path(), &["check", "--format", "short", abs]);
+    assert_eq!(in_repo.stdout, afar.stdout, "{in_repo:?}");
+}
+
 /// Correctness locks taken through the crate's own helpers.
 /// The fencing token is followed out of an acquire helper that returns the
 /// grant and into the effect helpers it is passed to; a helper that

@@ -319,8 +319,10 @@ pub fn crate_files_on_disk(
 }
 
 /// Finds the package name of a file's crate, for a lock crate's own source
-/// (where the crate is evidence). Reads only manifests inside the
-/// repository, each once.
+/// (where the crate is evidence). Reads a manifest only when its crate is
+/// inside a git repository (the audited file's own, since the crate holds
+/// the file), or holds or lies inside a path the command line names; each
+/// once. What a run finds does not depend on the directory it starts from.
 pub struct Manifests {
     cwd: PathBuf,
     /// Display path of a directory → its crate root: asked once per
@@ -328,8 +330,10 @@ pub struct Manifests {
     roots: Mutex<DirRoots>,
     /// Crate root → its package name.
     names: Mutex<HashMap<PathBuf, Option<String>>>,
-    /// The repository's top directory, found on first use.
-    top: std::sync::OnceLock<PathBuf>,
+    /// The command line's paths, canonical: the manifests of the crates
+    /// that hold them or lie inside them are read even outside a
+    /// repository.
+    named: Vec<PathBuf>,
 }
 
 impl Manifests {
@@ -338,8 +342,16 @@ impl Manifests {
             cwd,
             roots: Mutex::new(DirRoots::default()),
             names: Mutex::new(HashMap::new()),
-            top: std::sync::OnceLock::new(),
+            named: Vec::new(),
         }
+    }
+
+    /// Also reads, outside a repository, the manifests of the crates that
+    /// hold `paths` (canonical: what the command line names, or the
+    /// editor's workspace) or lie inside them.
+    pub fn with_named(mut self, paths: Vec<PathBuf>) -> Self {
+        self.named = paths;
+        self
     }
 
     fn crate_root(&self, from: &str) -> Option<PathBuf> {
@@ -347,28 +359,26 @@ impl Manifests {
         self.roots.lock().unwrap().root(&self.cwd, dir)
     }
 
+    /// Whether the manifest of the crate at `root` (canonical) may be read.
+    fn readable(&self, root: &Path) -> bool {
+        self.named
+            .iter()
+            .any(|p| root.starts_with(p) || p.starts_with(root))
+            || root.ancestors().any(|d| d.join(".git").exists())
+    }
+
     /// The name of the crate `from` (a display path) belongs to, as written
     /// in `use` paths (`redis_lock` for a package named `redis-lock`).
     pub fn crate_name(&self, from: &str) -> Option<String> {
         let root = self.crate_root(from)?;
-        // Only manifests inside the repository (the git top level above the
-        // current directory, else the current directory) are read.
-        let top = self.top.get_or_init(|| {
-            let cwd = std::fs::canonicalize(&self.cwd).unwrap_or_else(|_| self.cwd.clone());
-            cwd.ancestors()
-                .find(|d| d.join(".git").exists())
-                .map(Path::to_path_buf)
-                .unwrap_or(cwd)
-        });
-        if !root.starts_with(top) {
-            return None;
-        }
         if let Some(n) = self.names.lock().unwrap().get(&root) {
             return n.clone();
         }
         let manifest = root.join("Cargo.toml");
-        let name = std::fs::symlink_metadata(&manifest)
-            .ok()
+        let name = self
+            .readable(&root)
+            .then(|| std::fs::symlink_metadata(&manifest).ok())
+            .flatten()
             .filter(|m| m.is_file() && m.len() <= 1 << 20)
             .and_then(|_| std::fs::read_to_string(&manifest).ok())
             .and_then(|text| package_name(&text));

@@ -392,7 +392,9 @@ impl Server {
             return;
         };
         let shown = walk::display_path(&path, &self.cwd);
-        let manifests = Manifests::new(self.cwd.clone());
+        // The workspace is what the editor names.
+        let workspace = std::fs::canonicalize(&self.cwd).unwrap_or_else(|_| self.cwd.clone());
+        let manifests = Manifests::new(self.cwd.clone()).with_named(vec![workspace]);
         let engine = Engine::new(&loaded.packs, &loaded.settings)
             .with_prefilter(Some(&loaded.prefilter))
             .with_manifests(&manifests);
