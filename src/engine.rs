@@ -259,14 +259,18 @@ impl Engine<'_> {
                 return self.finish(&src, vec![f], None);
             }
         };
-        // Inside a lock crate's own source the crate is evidence, and the
-        // file is always parsed: the pre-filter looks for the crate's name.
+        // Inside a lock crate's own source the crate is evidence: the
+        // pre-filter counts it as seen, since the source never names it.
         let own_crate = self
             .manifests
             .and_then(|r| r.crate_name(path))
             .filter(|c| self.packs.crate_names.contains(c));
         if let Some(pre) = self.prefilter {
-            if own_crate.is_none() && !pre.could_match(text.as_bytes()) {
+            let could = match &own_crate {
+                Some(c) => pre.could_match_in(text.as_bytes(), c),
+                None => pre.could_match(text.as_bytes()),
+            };
+            if !could {
                 return FileOutcome::default();
             }
         }

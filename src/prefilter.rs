@@ -167,10 +167,27 @@ impl Prefilter {
         self.reason(bytes).is_some()
     }
 
+    /// As [`Prefilter::could_match`], for a file of the lock crate
+    /// `own_crate` (as `use` paths spell it): its source never names
+    /// itself, so the crate counts as seen and only its APIs' names decide.
+    pub fn could_match_in(&self, bytes: &[u8], own_crate: &str) -> bool {
+        self.reason_in(bytes, Some(own_crate)).is_some()
+    }
+
     /// The word that makes the file worth parsing, if any (for benchmarks
     /// and for tuning packs: which word lets a file through).
     pub fn reason(&self, bytes: &[u8]) -> Option<&str> {
+        self.reason_in(bytes, None)
+    }
+
+    fn reason_in(&self, bytes: &[u8], own_crate: Option<&str>) -> Option<&str> {
         let mut seen = vec![Seen::default(); self.count];
+        if let Some(c) = own_crate {
+            let c = c.to_ascii_lowercase();
+            if let Some(i) = self.words.iter().position(|w| *w == c) {
+                seen[i].word = true;
+            }
+        }
         let mut any = false;
         // Where a word starts with a needle: a trigger word there counts
         // only inside a string literal, which is known after the pass.
@@ -237,6 +254,7 @@ fn ident_at(bytes: &[u8], start: usize, end: usize) -> bool {
 
 #[cfg(test)]
 mod tests {
+
     use super::*;
 
     const DEL: &str = "fn release(con: &mut redis::Connection, lock: &str) {\n    \
@@ -253,6 +271,24 @@ mod tests {
             let cache = DEL.replace("lock", "entry");
             assert!(!pre.could_match(cache.as_bytes()), "{pattern}");
         }
+    }
+
+    /// Inside a lock crate's own source the crate counts as seen: a file
+    /// calling one of its APIs is parsed without naming the crate, and a
+    /// file of the crate that names none of its APIs is still skipped.
+    #[test]
+    fn a_lock_crates_own_files_need_only_an_api_name() {
+        let packs = PackSet::builtin();
+        let pre = Prefilter::new(&packs, &Regex::new("(?i)lock").unwrap());
+        let layer = "impl Client {\n    pub async fn lock(&mut self, name: Vec<u8>) -> Result<R> {\n        \
+                     self.inner.lock(name, None).await\n    }\n}\n";
+        assert!(!pre.could_match(layer.as_bytes()));
+        assert!(pre.could_match_in(layer.as_bytes(), "etcd_client"));
+        assert!(pre.could_match_in(layer.as_bytes(), "Etcd_Client"));
+        // Not for a crate whose APIs these are not.
+        assert!(!pre.could_match_in(layer.as_bytes(), "serde"));
+        let plain = "pub struct Options { pub ttl: i64 }\nimpl Options { pub fn new() -> Self { Options { ttl: 0 } } }\n";
+        assert!(!pre.could_match_in(plain.as_bytes(), "etcd_client"));
     }
 
     /// A trigger word counts where it starts a word, in the pre-filter and
