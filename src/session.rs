@@ -427,8 +427,10 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
                 if known.contains(&m) {
                     continue;
                 }
-                let seen =
-                    seen.get_or_insert_with(|| known.iter().map(|f| walk::identity(f)).collect());
+                // Asked of every audited file at once, on the workers.
+                let seen = seen.get_or_insert_with(|| {
+                    pool.install(|| known.par_iter().map(|f| walk::identity(f)).collect())
+                });
                 let id = walk::identity(&m);
                 if seen.contains(&id) {
                     continue;

@@ -377,7 +377,9 @@ pub fn declared_modules(path: &Path, bytes: &[u8], known: &dyn Fn(&Path) -> bool
         Some("mod" | "lib" | "main") => dir.to_path_buf(),
         _ => dir.join(stem),
     };
-    let inline_at = inline_modules(bytes, inline);
+    // The inline modules are found on the first declaration: most files
+    // declare none, and the pass over their braces is not needed.
+    let mut inline_at = None;
     // The files the declarations may name, each place a module may live in
     // offered once (a name declared again adds nothing) and kept only when
     // no file of it is known.
@@ -401,7 +403,7 @@ pub fn declared_modules(path: &Path, bytes: &[u8], known: &dyn Fn(&Path) -> bool
             .map_or(&b""[..], |m| m.as_bytes());
         let name = String::from_utf8_lossy(&c[1]).into_owned();
         let at = c.get(1).map_or(0, |m| m.start());
-        let nest = inline_at(at);
+        let nest = inline_at.get_or_insert_with(|| inline_modules(bytes, inline))(at);
         if let Some(p) = path_attr.captures(attrs) {
             let given = String::from_utf8_lossy(&p[1]).into_owned();
             offer(vec![dir.join(&given)]);
