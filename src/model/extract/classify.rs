@@ -101,18 +101,24 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
     /// receiver's type is known and has that method)? Then it is that
     /// type's method, not a lock client's with the same name.
     fn own_method(&self, chain: &Chain<'ast>, i: usize, name: &str) -> bool {
-        let receiver = chain.receiver(i);
+        self.receiver_head(chain, i)
+            .is_some_and(|h| self.cx.methods.contains(&(h, name.to_string())))
+    }
+
+    /// The head of the declared type of the receiver of the method at
+    /// segment `i` (`HashMap` for `self.held` of `held: HashMap<..>`), when
+    /// a local's or a field's declaration says it.
+    fn receiver_head(&self, chain: &Chain<'ast>, i: usize) -> Option<String> {
         if i == chain.inherited && chain.resolved {
             if let Some(b) = chain.var.as_ref().and_then(|v| self.locals.get(v)) {
-                let head = b.ty.as_deref().map(super::syntax::type_head);
-                return head
-                    .is_some_and(|h| self.cx.methods.contains(&(h.to_string(), name.to_string())));
+                return b
+                    .ty
+                    .as_deref()
+                    .map(|t| super::syntax::type_head(t).to_string());
             }
         }
-        self.declared_type(receiver).is_some_and(|t| {
-            let head = super::syntax::type_head(&t).to_string();
-            self.cx.methods.contains(&(head, name.to_string()))
-        })
+        self.declared_type(chain.receiver(i))
+            .map(|t| super::syntax::type_head(&t).to_string())
     }
 
     /// Classifies a chain; returns the ids of the events it made.
@@ -168,6 +174,17 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 // `try_acquire`) are its own functions, and the lock is
                 // where one of them calls the backend.
                 if !cands.is_empty() && !command && self.own_method(chain, i, name) {
+                    continue;
+                }
+                // A method of a standard collection (`held.get(key)` on a
+                // `HashMap`) is never a lock client's, whatever crate the
+                // file imports or is.
+                if !cands.is_empty()
+                    && !command
+                    && self
+                        .receiver_head(chain, i)
+                        .is_some_and(|h| super::syntax::is_collection(&h))
+                {
                     continue;
                 }
                 // A setter of a builder the chain goes on to `.build()`

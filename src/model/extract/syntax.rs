@@ -548,6 +548,27 @@ pub(super) fn traits_of<'t>(
 }
 
 /// The last path segment's name of a type text: `kube::Api<Lease>` → `Api`.
+/// Whether a type head names a standard collection (or one of the common
+/// crates' maps), whose `get`, `insert`, `remove` or `contains_key` are the
+/// collection's, never a lock client's.
+pub(super) fn is_collection(head: &str) -> bool {
+    const COLLECTIONS: &[&str] = &[
+        "HashMap",
+        "BTreeMap",
+        "HashSet",
+        "BTreeSet",
+        "Vec",
+        "VecDeque",
+        "LinkedList",
+        "BinaryHeap",
+        "IndexMap",
+        "IndexSet",
+        "DashMap",
+        "DashSet",
+    ];
+    COLLECTIONS.contains(&head)
+}
+
 pub(super) fn type_head(text: &str) -> &str {
     let base = text.split('<').next().unwrap_or(text);
     base.rsplit("::").next().unwrap_or(base)
