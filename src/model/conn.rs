@@ -77,21 +77,18 @@ const EXEC_METHODS: &[&str] = &[
 /// classified by its declared type (when the function or a struct of the
 /// file declares one) and else by its name.
 pub fn connection_of(src: &SourceFile, model: &FileModel, e: &Event) -> Conn {
-    let text = src
-        .text
-        .get(e.chain_span.start.offset..e.chain_span.end.offset);
-    let mut executor = text
-        .and_then(|t| syn::parse_str::<syn::Expr>(t).ok())
-        .and_then(|x| executor_of(&x));
-    if executor.is_none() {
-        // A Rust function of the query DSL (`diesel::select(pg_advisory_lock(id))`)
-        // sits inside the statement: its executor follows it.
-        executor = executor_after(&src.text, e.chain_span.end.offset);
-    }
-    match executor {
-        Some(x) => classify_conn(src, model, e, &x),
+    match &e.executor {
+        Some(x) => classify_conn(src, model, e, x),
         None => Conn::Unknown,
     }
+}
+
+/// The executor of the statement the chain `top` runs (its text in `text`
+/// ends at `end`): the innermost statement-running method's, else that of
+/// a method after the call in the same statement (a Rust function of the
+/// query DSL, `diesel::select(pg_advisory_lock(id))`, sits inside it).
+pub(crate) fn executor(text: &str, top: &syn::Expr, end: usize) -> Option<String> {
+    executor_of(top).or_else(|| executor_after(text, end))
 }
 
 fn strip_expr(mut x: &syn::Expr) -> &syn::Expr {

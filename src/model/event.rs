@@ -141,6 +141,10 @@ pub struct Event {
     pub span: Span,
     /// The whole chain expression.
     pub chain_span: Span,
+    /// The executor a SQL statement of the chain runs on (`&pool` of
+    /// `.execute(&pool)`, the receiver of `client.query_one("…")`), as
+    /// written: read from the syntax tree when the call is modelled.
+    pub executor: Option<String>,
     /// First line of the innermost statement holding the call.
     pub stmt_line: usize,
     pub key: Option<Key>,

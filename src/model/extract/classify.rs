@@ -475,6 +475,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             func: self.f,
             span,
             chain_span,
+            executor: crate::model::conn::executor(&src.text, top, chain_span.end.offset),
             stmt_line: self.stmt_line,
             key,
             owner,

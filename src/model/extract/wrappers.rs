@@ -300,6 +300,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         ev.func = self.f;
         ev.span = span;
         ev.chain_span = expr_span(src, top);
+        ev.executor = crate::model::conn::executor(&src.text, top, ev.chain_span.end.offset);
         ev.stmt_line = self.stmt_line;
         ev.binding = binding;
         ev.guards = self.guards.clone();
