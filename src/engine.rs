@@ -700,6 +700,38 @@ fn forced_panic(path: &str) -> bool {
 mod tests {
     use syn::spanned::Spanned;
 
+    /// The wrappers a file offers its crate, by name.
+    fn wrappers_of(text: &str) -> Vec<String> {
+        let packs = crate::pack::PackSet::builtin();
+        let settings = crate::config::Settings::default();
+        let out = super::Engine::new(&packs, &settings).check_bytes(
+            "src/args.rs",
+            text.as_bytes(),
+            false,
+        );
+        out.wrappers.into_iter().map(|(name, _)| name).collect()
+    }
+
+    /// A read whose key is a parameter makes its function a candidate
+    /// wrapper (a caller may name a lock), unless the parameter is declared
+    /// a number or a flag, or the receiver a standard collection: those
+    /// are an index and a map, followed into no caller.
+    #[test]
+    fn an_index_or_a_map_makes_no_wrapper() {
+        let head = "use redis::Commands;\npub struct Args(Vec<String>);\n";
+        let by_key = format!(
+            "{head}pub fn owner(con: &mut redis::Connection, key: &str) -> Option<String> {{ con.get(key).ok() }}\n"
+        );
+        assert_eq!(wrappers_of(&by_key), ["owner"]);
+        for body in [
+            "pub fn nth(args: &Args, idx: usize) -> Option<String> { args.0.get(idx).cloned() }",
+            "pub fn nth(args: &Args, i: u32, flag: bool) -> Option<String> { let _ = flag; args.0.get(i).cloned() }",
+            "pub fn nth(m: &std::collections::HashMap<String, String>, key: &str) -> Option<String> { m.get(key).cloned() }",
+        ] {
+            assert_eq!(wrappers_of(&format!("{head}{body}\n")), Vec::<String>::new(), "{body}");
+        }
+    }
+
     const ITEMS: &str = r#"
 /// A doc comment.
 #[inline]

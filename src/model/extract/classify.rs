@@ -325,7 +325,16 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
     /// key) { con.del(key) }`): whether it names a lock is for the callers
     /// to say, if the function turns out to hand the outcome back.
     fn key_from_param(&self, view: &View, api: &crate::pack::Api) -> bool {
-        view.key(api).is_some_and(|k| self.params.contains(&k.norm))
+        // A parameter declared a number or a flag (`idx: usize` of
+        // `args.get(idx)`) is an index, never a key a caller names a lock by.
+        view.key(api).is_some_and(|k| {
+            self.params.contains(&k.norm)
+                && !self
+                    .locals
+                    .get(&k.norm)
+                    .and_then(|b| b.ty.as_deref())
+                    .is_some_and(super::syntax::is_scalar)
+        })
     }
 
     pub(super) fn lockish(&self, view: &View, api: &crate::pack::Api, binding: &[String]) -> bool {

@@ -569,6 +569,15 @@ pub(super) fn is_collection(head: &str) -> bool {
     COLLECTIONS.contains(&head)
 }
 
+/// Whether a declared type is a primitive number or `bool`.
+pub(super) fn is_scalar(ty: &str) -> bool {
+    const SCALARS: &[&str] = &[
+        "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize",
+        "f32", "f64", "bool",
+    ];
+    SCALARS.contains(&ty.trim())
+}
+
 pub(super) fn type_head(text: &str) -> &str {
     let base = text.split('<').next().unwrap_or(text);
     base.rsplit("::").next().unwrap_or(base)
