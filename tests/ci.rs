@@ -47,6 +47,13 @@ fn path_severities(report: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Makes `root` a repository whose one commit, `base`, holds its files.
+fn commit_base(root: &Path) {
+    git(root, &["init", "-q"]);
+    git(root, &["add", "."]);
+    git(root, &["commit", "-q", "-m", "base"]);
+}
+
 fn jobs(n: usize) -> String {
     (0..n).map(|i| job(&format!("job_{i}"))).collect()
 }
@@ -319,9 +326,7 @@ fn a_renamed_file_keeps_its_findings_for_new_since() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
     write(&root.join("src/old_name.rs"), &jobs(2));
-    git(root, &["init", "-q"]);
-    git(root, &["add", "."]);
-    git(root, &["commit", "-q", "-m", "base"]);
+    commit_base(root);
     git(root, &["mv", "src/old_name.rs", "src/new_name.rs"]);
     let run = lockaudit(root, &["check", "--format", "short", "--new-since", "HEAD"]);
     assert_eq!(run.code, 0, "{run:?}");
@@ -380,9 +385,7 @@ fn inventory_new_since_lists_the_locks_a_change_adds_removes_and_changes() {
         &root.join("src/kept.rs"),
         &lock_fn("kept", "efficiency", "kept:{id}", Some(5_000)),
     );
-    git(root, &["init", "-q"]);
-    git(root, &["add", "."]);
-    git(root, &["commit", "-q", "-m", "base"]);
+    commit_base(root);
     let run = lockaudit(root, &["inventory", "--new-since", "HEAD"]);
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(
@@ -509,9 +512,7 @@ fn a_name_with_a_backslash_is_the_same_file_at_the_base() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
     write(&root.join("src/odd\\name.rs"), &jobs(1));
-    git(root, &["init", "-q"]);
-    git(root, &["add", "."]);
-    git(root, &["commit", "-q", "-m", "base"]);
+    commit_base(root);
     let run = lockaudit(root, &["check", "--format", "short", "--new-since", "HEAD"]);
     assert_eq!(run.code, 0, "{run:?}");
     assert!(

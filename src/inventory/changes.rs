@@ -409,21 +409,22 @@ pub fn markdown(c: &Changes) -> String {
             cell(&field(r, name))
         }
     };
+    let full = |s: &String, rows: usize| rows == SUMMARY_ROWS || s.len() > SUMMARY_BYTES;
+    // A row added or removed whole: its own values.
+    let whole = |s: &mut String, change: &str, r: &LockRow, after: &str| {
+        let location = format!("{}:{}{after}", cell(&r.path), r.line);
+        push(s, change.into(), location, &|n| value(r, n));
+    };
     let mut rows = 0;
     for r in &c.added {
-        if rows == SUMMARY_ROWS || s.len() > SUMMARY_BYTES {
+        if full(&s, rows) {
             break;
         }
         rows += 1;
-        push(
-            &mut s,
-            "added".into(),
-            format!("{}:{}", cell(&r.path), r.line),
-            &|n| value(r, n),
-        );
+        whole(&mut s, "added", r, "");
     }
     for x in &c.changed {
-        if rows == SUMMARY_ROWS || s.len() > SUMMARY_BYTES {
+        if full(&s, rows) {
             break;
         }
         rows += 1;
@@ -453,16 +454,11 @@ pub fn markdown(c: &Changes) -> String {
         );
     }
     for r in &c.removed {
-        if rows == SUMMARY_ROWS || s.len() > SUMMARY_BYTES {
+        if full(&s, rows) {
             break;
         }
         rows += 1;
-        push(
-            &mut s,
-            "removed".into(),
-            format!("{}:{} (before)", cell(&r.path), r.line),
-            &|n| value(r, n),
-        );
+        whole(&mut s, "removed", r, " (before)");
     }
     if total > rows {
         let more = total - rows;
