@@ -130,7 +130,6 @@ pub fn prepare(paths: &[PathBuf], common: &CommonArgs) -> Result<Prepared, Failu
         },
         force_exclude: common.force_exclude,
         include_vendored: common.include_vendored,
-        threads: common.jobs.map_or(0, |n| n.min(max_jobs())),
     };
     let mut notes = Vec::new();
     let mut walk_errors = Vec::new();

@@ -163,94 +163,6 @@ pub struct WalkOptions {
     pub force_exclude: bool,
     /// Enter `vendor/` and `third_party/` directories too.
     pub include_vendored: bool,
-    /// How many threads read directories (0: one per core, as the walker
-    /// chooses).
-    pub threads: usize,
-}
-
-/// What the walk's threads found.
-#[derive(Default)]
-struct Walked {
-    files: Vec<PathBuf>,
-    notes: Vec<String>,
-    errors: Vec<String>,
-}
-
-/// Makes one [`Collector`] per walking thread.
-struct Collectors<'w> {
-    found: &'w Mutex<Walked>,
-    excludes: &'w Excludes,
-    config_excluded: &'w ConfigExcluded,
-}
-
-impl<'s> ignore::ParallelVisitorBuilder<'s> for Collectors<'s> {
-    fn build(&mut self) -> Box<dyn ignore::ParallelVisitor + 's> {
-        Box::new(Collector {
-            mine: Walked::default(),
-            found: self.found,
-            excludes: self.excludes,
-            config_excluded: self.config_excluded,
-        })
-    }
-}
-
-/// One walking thread's findings, kept apart and handed over when the
-/// thread is done with them.
-struct Collector<'w> {
-    mine: Walked,
-    found: &'w Mutex<Walked>,
-    excludes: &'w Excludes,
-    config_excluded: &'w ConfigExcluded,
-}
-
-impl Drop for Collector<'_> {
-    fn drop(&mut self) {
-        let mut all = self.found.lock().unwrap_or_else(|e| e.into_inner());
-        all.files.append(&mut self.mine.files);
-        all.notes.append(&mut self.mine.notes);
-        all.errors.append(&mut self.mine.errors);
-    }
-}
-
-impl ignore::ParallelVisitor for Collector<'_> {
-    fn visit(&mut self, entry: Result<ignore::DirEntry, ignore::Error>) -> ignore::WalkState {
-        let entry = match entry {
-            Ok(e) => e,
-            // An unreadable directory: its files would be missing from the
-            // report, so the run fails (exit 2) at the end.
-            Err(e) => {
-                self.mine.errors.push(format!("{e}"));
-                return ignore::WalkState::Continue;
-            }
-        };
-        let Some(ft) = entry.file_type() else {
-            return ignore::WalkState::Continue;
-        };
-        let path = entry.path();
-        if path.extension().and_then(|e| e.to_str()) != Some("rs") {
-            return ignore::WalkState::Continue;
-        }
-        if !ft.is_file() {
-            // Not silently: a `.rs` name that is not read is said.
-            if ft.is_symlink() {
-                self.mine.notes.push(format!(
-                    "{}: symbolic link not followed, skipped (name its target to audit it)",
-                    crate::escape::path(path)
-                ));
-            } else if !ft.is_dir() {
-                self.mine.notes.push(format!(
-                    "{}: not a regular file, skipped",
-                    crate::escape::path(path)
-                ));
-            }
-            return ignore::WalkState::Continue;
-        }
-        // Its directories were checked as the walk entered them.
-        if !(self.excludes.excluded(path, false) || (self.config_excluded)(path, false)) {
-            self.mine.files.push(entry.into_path());
-        }
-        ignore::WalkState::Continue
-    }
 }
 
 /// Every `.rs` file under `paths`, sorted, each once. Notes about skipped
@@ -289,11 +201,7 @@ pub fn collect(
             ));
             continue;
         }
-        // Directories are read on `threads` threads: the files are sorted
-        // below, and the notes and errors after the walk, so the order a
-        // thread met them in does not show.
-        let found: Mutex<Walked> = Mutex::default();
-        WalkBuilder::new(p)
+        let walker = WalkBuilder::new(p)
             .hidden(true)
             .git_ignore(true)
             .git_exclude(true)
@@ -302,7 +210,7 @@ pub fn collect(
             .parents(true)
             .ignore(true)
             .follow_links(false)
-            .threads(opts.threads)
+            .sort_by_file_name(|a, b| a.cmp(b))
             .filter_entry({
                 // An excluded directory is never entered: its files are not
                 // read, and one that cannot be read is no error.
@@ -326,22 +234,45 @@ pub fn collect(
                         || config_excluded(e.path(), true))
                 }
             })
-            .build_parallel()
-            .visit(&mut Collectors {
-                found: &found,
-                excludes,
-                config_excluded: &opts.config_excluded,
-            });
-        let Walked {
-            files,
-            notes: mut more_notes,
-            errors: mut more_errors,
-        } = found.into_inner().unwrap_or_else(|e| e.into_inner());
-        more_notes.sort();
-        more_errors.sort();
-        out.extend(files);
-        notes.extend(more_notes);
-        errors.extend(more_errors);
+            .build();
+        for entry in walker {
+            let entry = match entry {
+                Ok(e) => e,
+                // An unreadable directory: its files would be missing
+                // from the report, so the run fails (exit 2) at the end.
+                Err(e) => {
+                    errors.push(format!("{e}"));
+                    continue;
+                }
+            };
+            let Some(ft) = entry.file_type() else {
+                continue;
+            };
+            let path = entry.path();
+            if path.extension().and_then(|e| e.to_str()) != Some("rs") {
+                continue;
+            }
+            if !ft.is_file() {
+                // Not silently: a `.rs` name that is not read is said.
+                if ft.is_symlink() {
+                    notes.push(format!(
+                        "{}: symbolic link not followed, skipped (name its target to audit it)",
+                        crate::escape::path(path)
+                    ));
+                } else if !ft.is_dir() {
+                    notes.push(format!(
+                        "{}: not a regular file, skipped",
+                        crate::escape::path(path)
+                    ));
+                }
+                continue;
+            }
+            // Its directories were checked as the walk entered them.
+            if excludes.excluded(path, false) || config_excluded(path, false) {
+                continue;
+            }
+            out.push(path.to_path_buf());
+        }
     }
     let mut vendored = std::mem::take(&mut *vendored.lock().unwrap_or_else(|e| e.into_inner()));
     if !vendored.is_empty() {
