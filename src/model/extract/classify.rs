@@ -97,14 +97,6 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         }
     }
 
-    /// Is the method at segment `i` one of a type this file defines (the
-    /// receiver's type is known and has that method)? Then it is that
-    /// type's method, not a lock client's with the same name.
-    fn own_method(&self, chain: &Chain<'ast>, i: usize, name: &str) -> bool {
-        self.receiver_head(chain, i)
-            .is_some_and(|h| self.cx.methods.contains(&(h, name.to_string())))
-    }
-
     /// The head of the declared type of the receiver of the method at
     /// segment `i` (`HashMap` for `self.held` of `held: HashMap<..>`), when
     /// a local's or a field's declaration says it.
@@ -173,19 +165,17 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 // lock crate's own source too: its layers (`acquire` calling
                 // `try_acquire`) are its own functions, and the lock is
                 // where one of them calls the backend.
-                if !cands.is_empty() && !command && self.own_method(chain, i, name) {
-                    continue;
-                }
                 // A method of a standard collection (`held.get(key)` on a
-                // `HashMap`) is never a lock client's, whatever crate the
-                // file imports or is.
-                if !cands.is_empty()
-                    && !command
-                    && self
-                        .receiver_head(chain, i)
-                        .is_some_and(|h| super::syntax::is_collection(&h))
-                {
-                    continue;
+                // `HashMap`) is never a lock client's either, whatever crate
+                // the file imports or is.
+                if !cands.is_empty() && !command {
+                    let head = self.receiver_head(chain, i);
+                    if head.as_ref().is_some_and(|h| {
+                        self.cx.methods.contains(&(h.clone(), name.clone()))
+                            || super::syntax::is_collection(h)
+                    }) {
+                        continue;
+                    }
                 }
                 // A setter of a builder the chain goes on to `.build()`
                 // (`DLock::builder().name(..).retry(d).build()`) configures
@@ -381,8 +371,10 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 arg_mentions.extend(mentions(a));
             }
         }
+        let span = super::syntax::expr_span(self.cx.src, top);
         ChainFacts {
-            span: super::syntax::expr_span(self.cx.src, top),
+            executor: crate::model::conn::executor(&self.cx.src.text, top, span.end.offset),
+            span,
             mentions: mentions_all,
             arg_mentions,
         }
@@ -484,7 +476,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             func: self.f,
             span,
             chain_span,
-            executor: crate::model::conn::executor(&src.text, top, chain_span.end.offset),
+            executor: facts.executor.clone(),
             stmt_line: self.stmt_line,
             key,
             owner,
@@ -521,6 +513,8 @@ struct ChainFacts {
     /// Every name the chain mentions, and those in its arguments.
     mentions: BTreeSet<String>,
     arg_mentions: BTreeSet<String>,
+    /// The executor of the SQL statement the chain runs, if any.
+    executor: Option<String>,
 }
 
 /// Whether the chain calls `.build()` after segment `i`, before anything
