@@ -416,10 +416,8 @@ fn token_local(e: &Expr) -> Option<(String, bool)> {
 }
 
 fn is_integer(ty: &Type) -> bool {
-    const INTS: [&str; 12] = [
-        "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize",
-    ];
-    matches!(ty, Type::Path(p) if p.qself.is_none() && p.path.get_ident().is_some_and(|i| INTS.contains(&i.to_string().as_str())))
+    use crate::model::INTEGER_TYPES;
+    matches!(ty, Type::Path(p) if p.qself.is_none() && p.path.get_ident().is_some_and(|i| INTEGER_TYPES.contains(&i.to_string().as_str())))
 }
 
 fn is_duration(ty: &Type) -> bool {

@@ -6,6 +6,11 @@ pub mod chains;
 pub mod conn;
 pub mod event;
 pub mod extract;
+
+/// Rust's primitive integer types, by name.
+pub const INTEGER_TYPES: [&str; 12] = [
+    "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize",
+];
 pub mod keys;
 pub mod lockname;
 pub mod locks;

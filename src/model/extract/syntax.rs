@@ -547,7 +547,6 @@ pub(super) fn traits_of<'t>(
     }
 }
 
-/// The last path segment's name of a type text: `kube::Api<Lease>` → `Api`.
 /// Whether a type head names a standard collection (or one of the common
 /// crates' maps), whose `get`, `insert`, `remove` or `contains_key` are the
 /// collection's, never a lock client's.
@@ -571,13 +570,11 @@ pub(super) fn is_collection(head: &str) -> bool {
 
 /// Whether a declared type is a primitive number or `bool`.
 pub(super) fn is_scalar(ty: &str) -> bool {
-    const SCALARS: &[&str] = &[
-        "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64", "i128", "isize",
-        "f32", "f64", "bool",
-    ];
-    SCALARS.contains(&ty.trim())
+    let ty = ty.trim();
+    crate::model::INTEGER_TYPES.contains(&ty) || ["f32", "f64", "bool"].contains(&ty)
 }
 
+/// The last path segment's name of a type text: `kube::Api<Lease>` → `Api`.
 pub(super) fn type_head(text: &str) -> &str {
     let base = text.split('<').next().unwrap_or(text);
     base.rsplit("::").next().unwrap_or(base)
