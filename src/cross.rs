@@ -1201,10 +1201,7 @@ fn follow_wrappers(
                     let given = match kept {
                         Some(k) => given_to(i, &*k, offers),
                         None => {
-                            let b = match bytes.take() {
-                                Some(b) => b,
-                                None => f.text(sources)?,
-                            };
+                            let b = f.text(sources)?;
                             let text = String::from_utf8_lossy(&b);
                             let found = scan(&text);
                             if let Some((c, at)) = cache.zip(before) {
