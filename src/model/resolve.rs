@@ -320,9 +320,10 @@ pub fn crate_files_on_disk(
 
 /// Finds the package name of a file's crate, for a lock crate's own source
 /// (where the crate is evidence). Reads a manifest only when its crate is
-/// inside a git repository (the audited file's own, since the crate holds
-/// the file), or holds or lies inside a path the command line names; each
-/// once. What a run finds does not depend on the directory it starts from.
+/// inside a git repository, or holds or lies inside a path the command
+/// line names; each once. (Outside a repository, config discovery reads
+/// the directories above a walked one up to the filesystem root too.) What
+/// a run finds does not depend on the directory it starts from.
 pub struct Manifests {
     cwd: PathBuf,
     /// Display path of a directory → its crate root: asked once per

@@ -91,6 +91,9 @@ struct Server {
     conn: Connection,
     options: Options,
     cwd: PathBuf,
+    /// The workspace, canonical: the path the editor names, whose crates'
+    /// manifests are read.
+    workspace: PathBuf,
     docs: HashMap<Uri, Doc>,
     configs: HashMap<Option<PathBuf>, Arc<Loaded>>,
     /// Documents changed by the messages read so far and not analysed
@@ -118,10 +121,12 @@ fn capabilities() -> Value {
 
 impl Server {
     fn new(conn: Connection, options: Options) -> Server {
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
         Server {
             conn,
             options,
-            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+            cwd: cwd.clone(),
+            workspace: std::fs::canonicalize(&cwd).unwrap_or(cwd),
             docs: HashMap::new(),
             configs: HashMap::new(),
             dirty: Vec::new(),
@@ -392,9 +397,7 @@ impl Server {
             return;
         };
         let shown = walk::display_path(&path, &self.cwd);
-        // The workspace is what the editor names.
-        let workspace = std::fs::canonicalize(&self.cwd).unwrap_or_else(|_| self.cwd.clone());
-        let manifests = Manifests::new(self.cwd.clone()).with_named(vec![workspace]);
+        let manifests = Manifests::new(self.cwd.clone()).with_named(vec![self.workspace.clone()]);
         let engine = Engine::new(&loaded.packs, &loaded.settings)
             .with_prefilter(Some(&loaded.prefilter))
             .with_manifests(&manifests);
