@@ -335,6 +335,11 @@ pub struct Manifests {
     /// that hold them or lie inside them are read even outside a
     /// repository.
     named: Vec<PathBuf>,
+    /// Per canonical directory: whether it is inside a git repository,
+    /// worked out from its parent's answer (one `stat` per directory, where
+    /// asking every ancestor of every crate root is quadratic in a deep
+    /// tree of nested crates).
+    in_repo: Mutex<crate::walk::DirMemo<bool>>,
 }
 
 impl Manifests {
@@ -344,6 +349,7 @@ impl Manifests {
             roots: Mutex::new(DirRoots::default()),
             names: Mutex::new(HashMap::new()),
             named: Vec::new(),
+            in_repo: Mutex::new(crate::walk::DirMemo::default()),
         }
     }
 
@@ -365,7 +371,13 @@ impl Manifests {
         self.named
             .iter()
             .any(|p| root.starts_with(p) || p.starts_with(root))
-            || root.ancestors().any(|d| d.join(".git").exists())
+            || *self
+                .in_repo
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(root, |d, parent| {
+                    parent.copied().unwrap_or(false) || d.join(".git").exists()
+                })
     }
 
     /// The name of the crate `from` (a display path) belongs to, as written
@@ -469,4 +481,36 @@ fn package_name(manifest: &str) -> Option<String> {
         return None;
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Manifests;
+
+    /// A crate's manifest is read inside a repository (at any depth below
+    /// its `.git`) or inside a named path, and not elsewhere.
+    #[test]
+    fn manifests_are_read_inside_a_repository_or_a_named_path() {
+        let tmp = tempfile::tempdir().unwrap();
+        let top = std::fs::canonicalize(tmp.path()).unwrap();
+        let repo = top.join("repo");
+        let deep = repo.join("a/b/c");
+        let outside = top.join("loose/x");
+        for d in [&deep, &outside] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::create_dir(repo.join(".git")).unwrap();
+        let m = Manifests::new(top.clone());
+        // Asked deepest first, then above: the memo answers from parents.
+        assert!(m.readable(&deep));
+        assert!(m.readable(&repo.join("a")));
+        assert!(m.readable(&repo));
+        assert!(!m.readable(&outside));
+        assert!(!m.readable(&top));
+        let named = Manifests::new(top.clone()).with_named(vec![outside.clone()]);
+        assert!(named.readable(&outside));
+        // The crate that holds a named path.
+        assert!(named.readable(&top.join("loose")));
+        assert!(!named.readable(&top.join("elsewhere")));
+    }
 }
