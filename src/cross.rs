@@ -29,7 +29,9 @@
 //!    call's own defects and a missing purpose are reported there, once,
 //!    naming those calls ([`crate::model::chains`]);
 //! 3. the files whose fencing check asked for functions of other files
-//!    ([`crate::model::resolve::FnIndex`]) are audited again, knowing them.
+//!    ([`crate::model::resolve::FnIndex`]) are judged again, knowing them,
+//!    from the facts their audit kept ([`crate::engine::FileFacts`]):
+//!    neither read nor parsed again.
 //!
 //! The passes read the files the walk chose and, for a crate the walk did
 //! not cover whole (a file or a subdirectory was named), the crate's other
@@ -55,8 +57,9 @@ pub struct Audited {
     /// Its words, from the first audit: whether it could reach another
     /// file's offer is asked of them, not of its text.
     pub words: Option<FileWords>,
-    /// Its bytes, kept by the first audit when the passes will audit it
-    /// again; otherwise read again only when it is audited again.
+    /// Its bytes, kept once a round of the passes audited it again (a
+    /// later round may do so again). Before that its text is in the facts
+    /// its audit kept, if any, or read when needed.
     pub bytes: Option<Arc<[u8]>>,
 }
 
@@ -68,16 +71,17 @@ impl Audited {
             scope,
             shown,
             words: outcome.words.take(),
-            bytes: outcome.bytes.take(),
+            bytes: None,
             outcome,
         }
     }
 
-    /// Its bytes: kept, or read.
+    /// Its bytes: kept, or in the facts its audit kept, or read.
     fn text(&self, sources: &Sources) -> Option<Arc<[u8]>> {
-        match &self.bytes {
-            Some(b) => Some(b.clone()),
-            None => (sources.read)(&self.path, self.scope),
+        match (&self.bytes, &self.outcome.facts) {
+            (Some(b), _) => Some(b.clone()),
+            (None, Some(facts)) => Some(facts.src.text.as_bytes().into()),
+            (None, None) => (sources.read)(&self.path, self.scope),
         }
     }
 }
@@ -825,6 +829,7 @@ fn outcome_size(out: &FileOutcome) -> usize {
             .sum::<usize>()
         + out.locks.len() * ENTRY_COST
         + (out.wrappers.len() + out.sites.len()) * 4 * ENTRY_COST
+        + out.facts.as_ref().map_or(0, |k| k.size())
 }
 
 /// A hash of everything a file is audited again knowing: its scope and
@@ -863,11 +868,6 @@ pub type ReadFn<'e> = dyn Fn(&Path, usize) -> Option<Arc<[u8]>> + Sync + 'e;
 
 /// Files by (display path, path).
 pub type Listing = Vec<(String, PathBuf)>;
-
-/// What a file was last audited knowing of its crate: the wrappers and
-/// texts it was given, its own wrappers that other files call, and the
-/// outermost calls in other files that reach its lock calls.
-type Contexts = HashMap<usize, (Given, HashSet<String>, Reaching)>;
 
 /// Outermost call sites of other files, by the key of the wrapper (of the
 /// file they are given to) whose lock call they reach.
@@ -978,23 +978,21 @@ pub fn crate_passes(
         files[i].words = words;
     }
     if needed(files) {
-        let contexts = follow_wrappers(files, walked, &crate_of, pool, inventory, sources);
-        follow_calls(
-            files, walked, &crate_of, &contexts, pool, inventory, sources,
-        );
+        follow_wrappers(files, walked, &crate_of, pool, inventory, sources);
+        follow_calls(files, walked, &crate_of, pool, inventory, sources);
     }
     files.truncate(walked);
 }
 
 /// The files whose fencing check asked for functions of other files are
-/// audited again, knowing them: the functions are found, parsed and
-/// modelled here, once, and the check reads nothing.
+/// judged again from their facts, knowing them: the functions are found
+/// and modelled here, once (from kept facts when there are some), and the
+/// check reads nothing.
 #[allow(clippy::too_many_arguments)]
 fn follow_calls(
     files: &mut [Audited],
     walked: usize,
     crate_of: &[PathBuf],
-    contexts: &Contexts,
     pool: &rayon::ThreadPool,
     inventory: bool,
     sources: &Sources,
@@ -1043,7 +1041,14 @@ fn follow_calls(
             by_path
                 .get(path)
                 .and_then(|f| f.words.as_ref())
-                .is_none_or(|w| names.iter().any(|n| w.defines(n)))
+                .map(|w| names.iter().any(|n| w.defines(n)))
+        };
+        // An asking file's model is in its facts.
+        let kept = |path: &Path| {
+            by_path
+                .get(path)
+                .and_then(|f| f.outcome.facts.as_ref())
+                .map(|k| k.model.clone())
         };
         let engine = (sources.engine)(scope);
         let index = FnIndex::build(
@@ -1052,29 +1057,16 @@ fn follow_calls(
             &engine.settings.lock_name,
             &list,
             &may_define,
+            &kept,
             &read,
             pool,
         );
-        let engine = engine.with_fns(&index);
-        let none = (Given::default(), HashSet::new(), Reaching::new());
         redone.extend(pool.install(|| {
             askers
                 .par_iter()
                 .filter_map(|&i| {
-                    let f = &files[i];
-                    let bytes = f.text(sources)?;
-                    let (given, called, reaching) = contexts.get(&i).unwrap_or(&none);
-                    let cross = Cross {
-                        imported: &given.wrappers,
-                        called_elsewhere: called,
-                        texts: &given.texts,
-                        types: Some(&given.types),
-                        reached_from: Some(reaching),
-                    };
-                    Some((
-                        i,
-                        engine.check_bytes_with(&f.shown, &bytes, inventory, Some(&cross)),
-                    ))
+                    let facts = files[i].outcome.facts.as_ref()?;
+                    Some((i, engine.judge_again(facts, &index, inventory)))
                 })
                 .collect::<Vec<_>>()
         }));
@@ -1093,18 +1085,17 @@ fn follow_wrappers(
     pool: &rayon::ThreadPool,
     inventory: bool,
     sources: &Sources,
-) -> Contexts {
+) {
     use rayon::prelude::*;
     let engine = sources.engine;
     // An editor session's audits of the crate's other files, by what they
     // were given (an inventory run keeps nothing).
     let cache = sources.first_audits.filter(|_| !inventory);
-    let mut contexts = Contexts::new();
     if files
         .iter()
         .all(|f| f.outcome.wrappers.is_empty() && f.outcome.texts.is_empty())
     {
-        return contexts;
+        return;
     }
     // What each file was last audited knowing.
     let mut imported: HashMap<usize, Given> = HashMap::new();
@@ -1263,10 +1254,7 @@ fn follow_wrappers(
         }
     }
     if by_crate.is_empty() {
-        return imported
-            .into_iter()
-            .map(|(i, g)| (i, (g, HashSet::new(), Reaching::new())))
-            .collect();
+        return;
     }
     // Which wrappers the callers used, per defining file.
     let mut called: HashMap<usize, HashSet<String>> = HashMap::new();
@@ -1325,9 +1313,18 @@ fn follow_wrappers(
                 if let Some(out) = kept.and_then(|(c, k)| c.kept_again(f, Pass::Definer, k)) {
                     return Some((*i, out));
                 }
-                let bytes = f.text(sources)?;
-                let out =
-                    engine(f.scope).check_bytes_with(&f.shown, &bytes, inventory, Some(&cross));
+                // Judged again from its facts; audited again only when
+                // they cannot say it all.
+                let judged = f.outcome.facts.as_ref().and_then(|facts| {
+                    engine(f.scope).judge_as_definer(facts, names, reached, inventory)
+                });
+                let out = match judged {
+                    Some(out) => out,
+                    None => {
+                        let bytes = f.text(sources)?;
+                        engine(f.scope).check_bytes_with(&f.shown, &bytes, inventory, Some(&cross))
+                    }
+                };
                 if let Some((c, k)) = kept {
                     c.keep_again(f, Pass::Definer, k, before, &out);
                 }
@@ -1335,27 +1332,9 @@ fn follow_wrappers(
             })
             .collect()
     });
-    let mut reach_of: HashMap<usize, Reaching> = defining
-        .iter()
-        .map(|(i, _)| {
-            let r = reaching
-                .remove(files[*i].shown.as_str())
-                .unwrap_or_default();
-            (*i, r)
-        })
-        .collect();
     for (i, out) in redone {
         files[i].outcome = out;
     }
-    for (i, given) in imported {
-        contexts.insert(i, (given, HashSet::new(), Reaching::new()));
-    }
-    for (i, names) in defining {
-        let c = contexts.entry(i).or_default();
-        c.1 = names;
-        c.2 = reach_of.remove(&i).unwrap_or_default();
-    }
-    contexts
 }
 
 #[cfg(test)]
@@ -1451,12 +1430,18 @@ mod tests {
         let packs = PackSet::builtin();
         let settings = Settings::default();
         let pre = Prefilter::new(&packs, &settings.lock_name);
+        let parses = std::sync::atomic::AtomicUsize::new(0);
         let first = Engine::new(&packs, &settings)
             .with_prefilter(Some(&pre))
-            .keeping(true)
-            .keeping_words(words_first);
-        let again = Engine::new(&packs, &settings);
+            .keeping_words(words_first)
+            .counting(&parses);
+        let again = Engine::new(&packs, &settings).counting(&parses);
         let files = passes_in_memory(cwd, &texts, &read, first, again);
+        // Each file is parsed once at most: `locks.rs` in its first audit
+        // (judged again as the wrapper's definer from its facts), `jobs.rs`
+        // when audited knowing the wrapper (the pre-filter let its first
+        // audit skip it), the rest never.
+        assert_eq!(parses.load(std::sync::atomic::Ordering::Relaxed), 2);
         let reads = reads.into_inner().unwrap();
         let for_words = usize::from(!words_first);
         for (shown, _) in &texts {
@@ -1481,6 +1466,68 @@ mod tests {
             "{:?}",
             jobs.outcome.findings
         );
+    }
+
+    /// A file whose fencing check asks for another file's functions is
+    /// judged again from the facts its audit kept: read once and parsed
+    /// once, and the helper it calls is still followed.
+    #[test]
+    fn a_file_asking_for_functions_is_read_and_parsed_once() {
+        use crate::config::Settings;
+        use crate::engine::Engine;
+        use crate::pack::PackSet;
+        use crate::prefilter::Prefilter;
+        use std::collections::HashMap;
+        use std::path::{Path, PathBuf};
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::{Arc, Mutex};
+
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/projects/fenced-crate");
+        let texts: Vec<(String, String)> = ["src/lib.rs", "src/store.rs"]
+            .iter()
+            .map(|p| {
+                let text = std::fs::read_to_string(fixture.join(p)).unwrap();
+                (p.to_string(), text)
+            })
+            .collect();
+        let cwd = Path::new("/nonexistent-lockaudit-fenced");
+        let disk: HashMap<PathBuf, Arc<[u8]>> = texts
+            .iter()
+            .map(|(p, t)| (cwd.join(p), t.as_bytes().into()))
+            .collect();
+        let reads: Mutex<HashMap<PathBuf, usize>> = Mutex::default();
+        let read = |p: &Path, _: usize| -> Option<Arc<[u8]>> {
+            *reads.lock().unwrap().entry(p.to_path_buf()).or_default() += 1;
+            disk.get(p).cloned()
+        };
+        let packs = PackSet::builtin();
+        let settings = Settings::default();
+        let pre = Prefilter::new(&packs, &settings.lock_name);
+        let parses = AtomicUsize::new(0);
+        let first = Engine::new(&packs, &settings)
+            .with_prefilter(Some(&pre))
+            .counting(&parses);
+        let again = Engine::new(&packs, &settings).counting(&parses);
+        let files = passes_in_memory(cwd, &texts, &read, first, again);
+        let lib = files.iter().find(|f| f.shown == "src/lib.rs").unwrap();
+        let found: Vec<String> = lib
+            .outcome
+            .findings
+            .iter()
+            .map(|f| {
+                format!(
+                    "{}:{} {}",
+                    f.span.start.line,
+                    f.span.start.column,
+                    f.check.as_str()
+                )
+            })
+            .collect();
+        assert_eq!(found, ["17:23 unfenced-correctness-lock"]);
+        assert_eq!(reads.lock().unwrap()[&cwd.join("src/lib.rs")], 1);
+        // The engine parsed only lib.rs (store.rs holds no lock API: the
+        // index models it, once).
+        assert_eq!(parses.load(Ordering::Relaxed), 1);
     }
 
     /// An editor session's keeps are bounded by bytes as well as by
@@ -1529,7 +1576,7 @@ mod tests {
         use std::sync::atomic::{AtomicUsize, Ordering};
         use std::sync::Arc;
 
-        let parses_for = |key: &str| -> usize {
+        let parses_for = |key: &str| -> (usize, usize) {
             let cwd = Path::new("/nonexistent-lockaudit-read-helper");
             let texts: Vec<(String, String)> = vec![
                 (
@@ -1549,17 +1596,21 @@ mod tests {
             let packs = PackSet::builtin();
             let settings = Settings::default();
             let parses = AtomicUsize::new(0);
-            let first = Engine::new(&packs, &settings)
+            let judged = AtomicUsize::new(0);
+            let first = Engine::new(&packs, &settings).counting(&parses);
+            let again = Engine::new(&packs, &settings)
                 .counting(&parses)
-                .keeping(true);
-            let again = Engine::new(&packs, &settings).counting(&parses);
+                .counting_judged(&judged);
             passes_in_memory(cwd, &texts, &read, first, again);
-            parses.load(Ordering::Relaxed)
+            (
+                parses.load(Ordering::Relaxed),
+                judged.load(Ordering::Relaxed),
+            )
         };
         // Both first audits and the caller's: the definer is left alone.
-        assert_eq!(parses_for("user:42"), 3);
-        // On a lock's key the definer is audited again too.
-        assert_eq!(parses_for("lock:jobs"), 4);
+        assert_eq!(parses_for("user:42"), (3, 0));
+        // On a lock's key the definer is judged again too, from its facts.
+        assert_eq!(parses_for("lock:jobs"), (3, 1));
     }
 
     /// One editor run over the crate in `dir`: `src/jobs.rs` is the edited
@@ -1576,7 +1627,7 @@ mod tests {
     ) -> Vec<String> {
         use std::path::Path;
         use std::sync::Arc;
-        let first = engine.keeping(true).keeping_words(true);
+        let first = engine.keeping_words(true);
         // The edited file is the editor's buffer, as in
         // `session::audit_in_crate`; the others come from disk.
         let read = |p: &Path, _: usize| -> Option<Arc<[u8]>> {
@@ -1753,19 +1804,24 @@ mod tests {
         let packs = PackSet::builtin();
         let settings = Settings::default();
         let kept = super::FirstAudits::default();
+        let judged = AtomicUsize::new(0);
         let run = |edited: &str| -> (usize, Vec<String>) {
             let parses = AtomicUsize::new(0);
-            let engine = Engine::new(&packs, &settings).counting(&parses);
+            let engine = Engine::new(&packs, &settings)
+                .counting(&parses)
+                .counting_judged(&judged);
             let checks = super::tests::session_run(&dir, edited, &listing, engine, &kept, &|_| {});
             (parses.load(Ordering::Relaxed), checks)
         };
         let edit = |n: usize| {
             format!("pub async fn work(con: &mut redis::aio::MultiplexedConnection) {{\n    let _ = con;\n    let n = {n};\n}}\n")
         };
-        // The first run parses every file, and audits the caller and the
-        // definer again with what the crate gives them.
+        // The first run parses every file, audits the caller again with
+        // what the crate gives it, and judges the definer again from its
+        // facts.
         let (parses, _) = run(&edit(0));
-        assert!(parses >= 4, "{parses}");
+        assert!(parses >= 3, "{parses}");
+        assert_eq!(judged.swap(0, Ordering::Relaxed), 1);
         // Edits that change nothing the others are given: the edited file
         // only (its first audit).
         for n in 1..3 {
@@ -1773,11 +1829,13 @@ mod tests {
             assert_eq!(parses, 1, "edit {n}");
             assert!(checks.is_empty(), "{checks:?}");
         }
+        assert_eq!(judged.load(Ordering::Relaxed), 0);
         // The edited file now calls the wrapper: it is audited with it, and
-        // the definer again, reached from a new call.
+        // the definer judged again, reached from a new call.
         let calling = "use crate::locks::acquire_lock;\npub async fn run(con: &mut redis::aio::MultiplexedConnection) {\n    acquire_lock(con, \"jobs\").await;\n}\n";
         let (parses, checks) = run(calling);
-        assert_eq!(parses, 3, "{checks:?}");
+        assert_eq!(parses, 2, "{checks:?}");
+        assert_eq!(judged.swap(0, Ordering::Relaxed), 1);
         assert!(
             checks.iter().any(|c| c == "ignored-acquire-result"),
             "{checks:?}"

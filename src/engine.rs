@@ -28,10 +28,8 @@ pub struct Engine<'a> {
     /// The functions of other files of the crate the fencing check follows
     /// calls into, indexed before the audit that uses them.
     pub fns: Option<&'a FnIndex>,
-    /// Keep what the crate passes need of the file ([`FileOutcome::words`],
-    /// [`FileOutcome::bytes`]): the first audit of a run that has them.
-    pub keep: bool,
-    /// With `keep`, also take each file's words in its first audit. The
+    /// Take each file's words ([`FileOutcome::words`]) in its first audit,
+    /// for the crate passes. The
     /// editor does: its session reuses them across edits. A batch run does
     /// not: only the files of a crate whose other files offer something are
     /// asked for words, and those are read and taken then (most crates
@@ -40,6 +38,8 @@ pub struct Engine<'a> {
     /// Counts the files parsed, when set (tests that prove what a run
     /// parses again).
     pub parses: Option<&'a std::sync::atomic::AtomicUsize>,
+    /// Counts the files judged again from their facts, when set.
+    pub judged: Option<&'a std::sync::atomic::AtomicUsize>,
 }
 
 impl<'a> Engine<'a> {
@@ -54,9 +54,9 @@ impl<'a> Engine<'a> {
             only: None,
             manifests: None,
             fns: None,
-            keep: false,
             words: false,
             parses: None,
+            judged: None,
         }
     }
 
@@ -68,14 +68,16 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// Keeps each file's words, and the bytes of a file the crate passes
-    /// will audit again, so that they need not read it.
-    pub fn keeping(self, keep: bool) -> Self {
-        Engine { keep, ..self }
+    /// Counts each file judged again from its facts in `judged`.
+    pub fn counting_judged(self, judged: &'a std::sync::atomic::AtomicUsize) -> Self {
+        Engine {
+            judged: Some(judged),
+            ..self
+        }
     }
 
-    /// With [`Engine::keeping`], also take the words in the first audit
-    /// (see [`Engine::words`]): the editor's session does.
+    /// Takes the words in the first audit (see [`Engine::words`]): the
+    /// editor's session does.
     pub fn keeping_words(self, words: bool) -> Self {
         Engine { words, ..self }
     }
@@ -152,9 +154,45 @@ pub struct FileOutcome {
     /// Its words, when the engine keeps them: every file read has them,
     /// parsed or not.
     pub words: Option<crate::words::FileWords>,
-    /// Its bytes, when the engine keeps them and the crate passes may
-    /// audit it again (it offers wrappers, or asked for functions).
-    pub bytes: Option<std::sync::Arc<[u8]>>,
+    /// Its facts, when the crate passes may judge it again: it offers
+    /// wrappers (judged again knowing which other files call), or its
+    /// checks asked for functions of other files (judged again once those
+    /// are indexed). It is not read or parsed again for either.
+    pub facts: Option<std::sync::Arc<FileFacts>>,
+}
+
+/// What the audit of a parsed file keeps to judge it again without its
+/// text or syntax tree: owned, `Send`, built once.
+pub struct FileFacts {
+    pub src: std::sync::Arc<SourceFile>,
+    pub directives: std::sync::Arc<Directives>,
+    pub model: std::sync::Arc<crate::model::FileModel>,
+    pub locks: Locks,
+    /// Where each function item stands (suppressions above a function).
+    fn_lines: Vec<FnLines>,
+    /// The lines under `#[cfg(test)]`, when the config excludes them.
+    test_lines: Vec<(usize, usize)>,
+    /// What its calls of wrappers say, for the files defining them.
+    sites: Vec<crate::model::SiteReport>,
+    /// What the syntax tree fixed in its first judgement, by check and
+    /// place (a finding it had no fix for too): carried to a later one.
+    fixes: Vec<(CheckId, Span, Option<crate::fix::Fix>)>,
+}
+
+impl std::fmt::Debug for FileFacts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileFacts")
+            .field("path", &self.src.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FileFacts {
+    /// About how many bytes it holds (an editor session bounds what it
+    /// keeps): its text, with the line table and model it implies.
+    pub fn size(&self) -> usize {
+        self.src.text.len() * 4
+    }
 }
 
 impl Engine<'_> {
@@ -186,46 +224,39 @@ impl Engine<'_> {
         proc_macro2::extra::invalidate_current_thread_spans();
         match result {
             Ok(mut o) => {
-                if self.keep {
-                    if self.words {
-                        o.words = Some(crate::words::FileWords::of(bytes));
-                    }
-                    // A file that offers wrappers may be audited again as
-                    // their definer, one that asked for functions with the
-                    // index; a file that only offers texts gives them and is
-                    // not audited again for it.
-                    let again = !o.wrappers.is_empty() || !o.asked.names.is_empty();
-                    if again {
-                        o.bytes = Some(bytes.into());
-                    }
+                if self.words {
+                    o.words = Some(crate::words::FileWords::of(bytes));
                 }
                 o
             }
-            Err(panic) => {
-                let msg = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "unknown panic".into());
-                let mut f = checks::parse_error_finding(
-                    Span::default_at_start(),
-                    &format!("lockaudit crashed on it ({msg})"),
-                );
-                f.path = path.to_string();
-                f.message = format!("internal error: {}", f.message);
-                f.labels.clear();
-                f.help = Some(
-                    "this is a bug in lockaudit: please report it with the file, or a \
-                     reduced copy of it; the other files were audited"
-                        .into(),
-                );
-                FileOutcome {
-                    findings: vec![f],
-                    parsed: true,
-                    internal_error: true,
-                    ..FileOutcome::default()
-                }
-            }
+            Err(panic) => self.crashed(path, panic),
+        }
+    }
+
+    /// The finding of a file whose audit panicked.
+    fn crashed(&self, path: &str, panic: Box<dyn std::any::Any + Send>) -> FileOutcome {
+        let msg = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        let mut f = checks::parse_error_finding(
+            Span::default_at_start(),
+            &format!("lockaudit crashed on it ({msg})"),
+        );
+        f.path = path.to_string();
+        f.message = format!("internal error: {}", f.message);
+        f.labels.clear();
+        f.help = Some(
+            "this is a bug in lockaudit: please report it with the file, or a \
+             reduced copy of it; the other files were audited"
+                .into(),
+        );
+        FileOutcome {
+            findings: vec![f],
+            parsed: true,
+            internal_error: true,
+            ..FileOutcome::default()
         }
     }
 
@@ -341,14 +372,56 @@ impl Engine<'_> {
             cross.and_then(|c| c.reached_from),
             &src.path,
         );
+        let mut facts = FileFacts {
+            fn_lines: fn_lines(&file),
+            test_lines: if self.settings.exclude_cfg_test {
+                cfg_test_lines(&file)
+            } else {
+                Vec::new()
+            },
+            src: std::sync::Arc::new(src),
+            directives: std::sync::Arc::new(directives),
+            model: std::sync::Arc::new(model),
+            locks,
+            sites,
+            fixes: Vec::new(),
+        };
+        let mut out = self.judge(&facts, Some(&file), self.fns, inventory);
+        drop(file);
+        // A file whose fencing check asked for other files' functions is
+        // judged again once they are indexed, and one that offers wrappers
+        // knowing which other files call them, from these facts: it is not
+        // read or parsed again.
+        if !out.asked.names.is_empty() || !out.wrappers.is_empty() {
+            facts.fixes = tree_fixes(&out.findings);
+            out.facts = Some(std::sync::Arc::new(facts));
+        }
+        out
+    }
+
+    /// Runs the checks over a file's facts, knowing the other files'
+    /// functions `fns`: suppressions, severities and fingerprints applied.
+    /// With the syntax tree, fixes that need it are made; without, those
+    /// the facts kept from the first judgement are carried over (no check
+    /// whose findings carry one reads `fns`).
+    fn judge(
+        &self,
+        facts: &FileFacts,
+        file: Option<&syn::File>,
+        fns: Option<&FnIndex>,
+        inventory: bool,
+    ) -> FileOutcome {
+        let src = &facts.src;
+        let directives = &facts.directives;
+        let model = &*facts.model;
         let ctx = CheckCtx {
-            src: &src,
-            model: &model,
+            src,
+            model,
             packs: self.packs,
-            directives: &directives,
-            locks: &locks,
+            directives,
+            locks: &facts.locks,
             lock_name: &self.settings.lock_name,
-            fns: self.fns,
+            fns,
             asked: Default::default(),
         };
         let mut findings = Vec::new();
@@ -360,14 +433,18 @@ impl Engine<'_> {
             }
         }
         checks::merge_same_place(&mut findings);
-        crate::fix::attach(&ctx, &file, &mut findings);
-        let fn_lines = fn_lines(&file);
-        let test_lines = if self.settings.exclude_cfg_test {
-            cfg_test_lines(&file)
-        } else {
-            Vec::new()
-        };
-        drop(file);
+        match file {
+            Some(file) => crate::fix::attach(&ctx, file, &mut findings),
+            None => {
+                for f in findings.iter_mut().filter(|f| f.fix.is_none()) {
+                    f.fix = facts
+                        .fixes
+                        .iter()
+                        .find(|(c, s, _)| *c == f.check && *s == f.span)
+                        .and_then(|(_, _, fix)| fix.clone());
+                }
+            }
+        }
         if let Some(purpose) = self.settings.default_purpose {
             // The config says what an unannotated acquisition is held to:
             // writing it down is exact.
@@ -375,7 +452,7 @@ impl Engine<'_> {
                 .iter_mut()
                 .filter(|f| f.check == CheckId::MissingPurpose)
             {
-                f.fix = crate::fix::annotation_fix(&src, &directives.lexed, f, purpose);
+                f.fix = crate::fix::annotation_fix(src, &directives.lexed, f, purpose);
             }
         }
         let locks = if inventory {
@@ -383,8 +460,9 @@ impl Engine<'_> {
         } else {
             Vec::new()
         };
-        let mut out = self.finish(&src, findings, Some((&directives, &fn_lines)));
+        let mut out = self.finish(src, findings, Some((directives, &facts.fn_lines)));
         let mut locks = locks;
+        let test_lines = &facts.test_lines;
         if !test_lines.is_empty() {
             let in_test = |line: usize| test_lines.iter().any(|(a, b)| (*a..=*b).contains(&line));
             out.findings.retain(|f| !in_test(f.span.start.line));
@@ -395,9 +473,81 @@ impl Engine<'_> {
         out.wrappers_called = model.wrappers_called.clone();
         out.texts = model.texts.clone();
         out.type_aliases = model.type_aliases.clone();
-        out.sites = sites;
+        out.sites = facts.sites.clone();
         out.asked = ctx.asked.take();
         out
+    }
+
+    /// Judges a file that defines wrappers again from the facts its audit
+    /// kept, knowing which of them other files call (`called_elsewhere`)
+    /// and the outermost calls that reach each (`reached_from`): its
+    /// wrappers' inner calls are relayed again, nothing is read, parsed or
+    /// walked. `None` when the facts cannot say it all (a fix only the
+    /// syntax tree could make is wanted where the first judgement had
+    /// none): the caller audits the file again.
+    pub fn judge_as_definer(
+        &self,
+        facts: &FileFacts,
+        called_elsewhere: &std::collections::HashSet<String>,
+        reached_from: &std::collections::HashMap<String, Vec<crate::model::SiteReport>>,
+        inventory: bool,
+    ) -> Option<FileOutcome> {
+        if let Some(n) = self.judged {
+            n.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            let mut model = extract::relayed_again(&facts.model, called_elsewhere)?;
+            crate::model::chains::settle_built(&mut model);
+            let locks = Locks::build(&model, &facts.directives, self.settings.default_purpose);
+            crate::model::chains::wrapper_purposes(&mut model, &facts.directives);
+            let sites = crate::model::chains::site_reports(&model, &locks, &facts.src.path);
+            crate::model::chains::attach_reached(
+                &mut model,
+                &locks,
+                Some(reached_from),
+                &facts.src.path,
+            );
+            let mut again = FileFacts {
+                src: facts.src.clone(),
+                directives: facts.directives.clone(),
+                model: std::sync::Arc::new(model),
+                locks,
+                fn_lines: facts.fn_lines.clone(),
+                test_lines: facts.test_lines.clone(),
+                sites,
+                fixes: facts.fixes.clone(),
+            };
+            let mut out = self.judge(&again, None, self.fns, inventory);
+            let wants_tree = out.findings.iter().any(|f| {
+                crate::fix::from_tree(f.check)
+                    && !facts
+                        .fixes
+                        .iter()
+                        .any(|(c, s, _)| *c == f.check && *s == f.span)
+            });
+            if wants_tree {
+                return None;
+            }
+            if !out.asked.names.is_empty() || !out.wrappers.is_empty() {
+                again.fixes = tree_fixes(&out.findings);
+                out.facts = Some(std::sync::Arc::new(again));
+            }
+            Some(out)
+        }));
+        result.unwrap_or_else(|panic| Some(self.crashed(&facts.src.path, panic)))
+    }
+
+    /// Judges a file again from the facts its audit kept, knowing the
+    /// functions of other files `fns` now indexes: nothing is read or
+    /// parsed.
+    pub fn judge_again(&self, facts: &FileFacts, fns: &FnIndex, inventory: bool) -> FileOutcome {
+        if let Some(n) = self.judged {
+            n.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            self.judge(facts, None, Some(fns), inventory)
+        }));
+        result.unwrap_or_else(|panic| self.crashed(&facts.src.path, panic))
     }
 
     /// A file larger than `max-file-size`: one note, nothing read.
@@ -479,6 +629,16 @@ impl Engine<'_> {
             ..FileOutcome::default()
         }
     }
+}
+
+/// The fixes the syntax tree made for `findings` (or could not), by check
+/// and place.
+fn tree_fixes(findings: &[Finding]) -> Vec<(CheckId, Span, Option<crate::fix::Fix>)> {
+    findings
+        .iter()
+        .filter(|f| crate::fix::from_tree(f.check))
+        .map(|f| (f.check, f.span, f.fix.clone()))
+        .collect()
 }
 
 /// The lines (first, last) of the items under `#[cfg(test)]`: modules,

@@ -478,10 +478,7 @@ fn audit_at(
     let prefilters = crate::session::prefilters(p, &scopes.list);
     // The engines of the run, built the same way.
     let manifests = crate::model::resolve::Manifests::new(cwd.clone()).with_named(p.named_places());
-    let engines: Vec<Engine> = crate::session::engines(&scopes.list, &prefilters, &manifests)
-        .into_iter()
-        .map(|e| e.keeping(true))
-        .collect();
+    let engines: Vec<Engine> = crate::session::engines(&scopes.list, &prefilters, &manifests);
     // The same workers as the run: large stacks for the parser.
     let pool = crate::parse::pool(p.jobs)?;
     let named: HashSet<String> = p.named.iter().map(|n| walk::display_path(n, cwd)).collect();
@@ -514,10 +511,7 @@ fn audit_at(
             crate::cross::Audited::new(PathBuf::from(rel), scope, shown_of(rel), outcome)
         })
         .collect();
-    let unfiltered: Vec<Engine> = engines
-        .iter()
-        .map(|e| e.with_prefilter(None).keeping(false))
-        .collect();
+    let unfiltered: Vec<Engine> = engines.iter().map(|e| e.with_prefilter(None)).collect();
     let by_path: HashMap<&str, &Vec<u8>> = blobs
         .iter()
         .map(|(rel, _)| rel.as_str())

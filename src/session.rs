@@ -377,10 +377,7 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
             let list = &scopes.list;
             let prefilters = prefilters(p, list);
             // Words are taken later, of the crates that need them.
-            let engines: Vec<Engine> = engines(list, &prefilters, &manifests)
-                .into_iter()
-                .map(|e| e.keeping(true))
-                .collect();
+            let engines: Vec<Engine> = engines(list, &prefilters, &manifests);
             let audit_one = |(path, scope): &(PathBuf, usize)| -> (
                 PathBuf,
                 usize,
@@ -656,10 +653,7 @@ fn crate_passes(
     let no_prefilter: Vec<Option<std::sync::Arc<Prefilter>>> = list.iter().map(|_| None).collect();
     let unfiltered = engines(list, &no_prefilter, manifests);
     let prefilters = prefilters(p, list);
-    let engines_first: Vec<Engine> = engines(list, &prefilters, manifests)
-        .into_iter()
-        .map(|e| e.keeping(true))
-        .collect();
+    let engines_first: Vec<Engine> = engines(list, &prefilters, manifests);
     // The files audited with an outcome; the others stay as they are.
     let mut slots = Vec::new();
     let mut files: Vec<crate::cross::Audited> = Vec::new();
@@ -811,18 +805,15 @@ pub fn audit_in_crate(
     first_audits: Option<&crate::cross::FirstAudits>,
 ) -> FileOutcome {
     // The session reuses each file's words across edits: taken at once.
-    let first = engine
-        .keeping(true)
-        .keeping_words(true)
-        .check_bytes(shown, bytes, false);
+    let first = engine.keeping_words(true).check_bytes(shown, bytes, false);
     let Ok(pool) = crate::parse::pool(None) else {
         return first;
     };
     let path = cwd.join(shown);
     let max = engine.settings.max_file_size;
-    let unfiltered = engine.with_prefilter(None).keeping(false);
+    let unfiltered = engine.with_prefilter(None);
     let engine_of = |_: usize| unfiltered;
-    let kept = engine.keeping(true).keeping_words(true);
+    let kept = engine.keeping_words(true);
     let first_engine = |_: usize| kept;
     let read = |p: &std::path::Path, _: usize| -> Option<std::sync::Arc<[u8]>> {
         if p == path {

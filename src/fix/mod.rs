@@ -19,7 +19,7 @@
 mod scope;
 mod suggest;
 
-pub use suggest::attach;
+pub use suggest::{attach, from_tree};
 
 use crate::directives::lexer::Lexed;
 use crate::finding::{Finding, Purpose};

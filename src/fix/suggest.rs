@@ -79,13 +79,7 @@ const FORMAT_MACROS: [&str; 16] = [
 /// Attaches the fixes of `unowned-release` and `lock-without-expiry`
 /// findings that have an exact one.
 pub fn attach(ctx: &CheckCtx, file: &syn::File, findings: &mut [Finding]) {
-    let wanted = |f: &Finding| {
-        f.fix.is_none()
-            && matches!(
-                f.check,
-                CheckId::UnownedRelease | CheckId::LockWithoutExpiry
-            )
-    };
+    let wanted = |f: &Finding| f.fix.is_none() && from_tree(f.check);
     if !findings.iter().any(wanted) {
         return;
     }
@@ -110,6 +104,12 @@ pub fn attach(ctx: &CheckCtx, file: &syn::File, findings: &mut [Finding]) {
             _ => None,
         };
     }
+}
+
+/// Whether findings of a check get their fixes from the syntax tree
+/// ([`attach`]).
+pub fn from_tree(check: CheckId) -> bool {
+    matches!(check, CheckId::UnownedRelease | CheckId::LockWithoutExpiry)
 }
 
 /// A function of the file with a body.

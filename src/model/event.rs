@@ -453,7 +453,7 @@ pub fn asks_if_held(name: &str) -> bool {
 }
 
 /// Everything the checks know about one file.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct FileModel {
     pub fns: Vec<FnModel>,
     pub events: Vec<Event>,
@@ -472,6 +472,10 @@ pub struct FileModel {
     /// The line of a statement whose expressions nest deeper than the
     /// extractor walks: the model is incomplete.
     pub too_deep: Option<usize>,
+    /// For a file that defines wrappers: the model before their inner
+    /// calls were relayed, so that it can be relayed again knowing which
+    /// of them other files call ([`crate::model::extract::relayed_again`]).
+    pub unrelayed: Option<Box<crate::model::extract::Unrelayed>>,
 }
 
 /// A function that takes, releases or renews a lock and hands the outcome

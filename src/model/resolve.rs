@@ -4,11 +4,13 @@
 //!
 //! Built between passes, never during a check. The first audit of a file
 //! records the functions of other files its fencing check asked for
-//! ([`crate::engine::FileOutcome::asked`]); [`FnIndex::build`] then finds,
-//! per crate, the files defining those names (and, to a bounded depth, the
-//! functions those call), parses and models each once, in parallel; the
-//! asking files are audited again with the index, which answers from
-//! memory. A check does no I/O and parses nothing.
+//! ([`crate::engine::FileOutcome::asked`]) and keeps its facts;
+//! [`FnIndex::build`] then finds, per crate, the files whose words say
+//! they define those names (and, to a bounded depth, the functions those
+//! call) and models each once, in parallel, taking the model of a file
+//! whose facts were kept; the asking files are judged again from their
+//! facts with the index, which answers from memory. A check does no I/O
+//! and parses nothing.
 //!
 //! A call resolves by its name and the module its path names
 //! (`store::write`, `crate::store::write`): a name that two files of the
@@ -90,14 +92,20 @@ impl FnIndex {
 
     /// Builds the index for `asks` (file display path, its crate root, the
     /// names it asked for). `files(root)` lists a crate's `.rs` files
-    /// (display path, path), `read(path)` reads one (within the run's
-    /// limits).
+    /// (display path, path); `may_define(path, names)` answers from the
+    /// file's words whether it may define one of them, `None` when they
+    /// were not taken; `kept(path)` is the model an audit of the run kept
+    /// of the file; `read(path)` reads one (within the run's limits). A
+    /// file is read and modelled here only when no model was kept of it
+    /// and its words say it may define a name sought.
+    #[allow(clippy::too_many_arguments)]
     pub fn build(
         asks: &[(String, PathBuf, Asked)],
         packs: &PackSet,
         lock_name: &Regex,
         files: &(dyn Fn(&Path) -> Vec<(String, PathBuf)> + Sync),
-        may_define: &(dyn Fn(&Path, &[String]) -> bool + Sync),
+        may_define: &(dyn Fn(&Path, &[String]) -> Option<bool> + Sync),
+        kept: &(dyn Fn(&Path) -> Option<Arc<FileModel>> + Sync),
         read: &(dyn Fn(&Path) -> Option<std::sync::Arc<[u8]>> + Sync),
         pool: &rayon::ThreadPool,
     ) -> FnIndex {
@@ -132,25 +140,18 @@ impl FnIndex {
             if round.is_empty() {
                 break;
             }
-            // (root, file) pairs to search, each with the names sought.
-            let mut work: Vec<(PathBuf, (String, PathBuf), Regex)> = Vec::new();
-            for (root, names) in &round {
-                let alternation = names
-                    .iter()
-                    .map(|n| regex::escape(n))
-                    .collect::<Vec<_>>()
-                    .join("|");
-                let Ok(defines) = Regex::new(&format!(r"\bfn\s+(?:{alternation})\b")) else {
-                    continue;
-                };
+            // (round entry, file, whether its words still need asking).
+            let mut work: Vec<(usize, (String, PathBuf), bool)> = Vec::new();
+            for (r, (root, names)) in round.iter().enumerate() {
                 let list = listed
                     .entry(root.clone())
                     .or_insert_with(|| files(root))
                     .clone();
-                // Only a file whose words say it may define one is read.
                 for path in list {
-                    if may_define(&path.1, names) {
-                        work.push((root.clone(), path, defines.clone()));
+                    match may_define(&path.1, names) {
+                        Some(false) => {}
+                        Some(true) => work.push((r, path, false)),
+                        None => work.push((r, path, true)),
                     }
                 }
             }
@@ -161,21 +162,25 @@ impl FnIndex {
             let cache = Mutex::new(Vec::new());
             let found: Vec<(PathBuf, String, Arc<FileModel>)> = pool.install(|| {
                 work.par_iter()
-                    .filter_map(|(root, (path, file), defines)| {
-                        let bytes = read(file)?;
-                        let text = std::str::from_utf8(&bytes).ok()?;
-                        if !defines.is_match(text) {
-                            return None;
+                    .filter_map(|(r, (path, file), ask_words)| {
+                        let (root, names) = &round[*r];
+                        if let Some(m) = known.get(path.as_str()) {
+                            return Some((root.clone(), path.clone(), m.clone()?));
                         }
-                        let model = match known.get(path.as_str()) {
-                            Some(m) => m.clone(),
-                            None => {
-                                let m = model_of(path, text, packs, lock_name);
-                                cache.lock().unwrap().push((path.clone(), m.clone()));
-                                m
+                        if let Some(m) = kept(file) {
+                            return Some((root.clone(), path.clone(), m));
+                        }
+                        let bytes = read(file)?;
+                        if *ask_words {
+                            let words = crate::words::FileWords::of(&bytes);
+                            if !names.iter().any(|n| words.defines(n)) {
+                                return None;
                             }
-                        };
-                        Some((root.clone(), path.clone(), model?))
+                        }
+                        let text = std::str::from_utf8(&bytes).ok()?;
+                        let m = model_of(path, text, packs, lock_name);
+                        cache.lock().unwrap().push((path.clone(), m.clone()));
+                        Some((root.clone(), path.clone(), m?))
                     })
                     .collect()
             });

@@ -532,10 +532,9 @@ fn run<'ast>(
             }
         }
     }
-    // The calls a wrapper of this file hands back know it. When it is
-    // called (in this file, or, per `called_elsewhere`, in another file of
-    // the crate) they are relayed: their own defects are reported here,
-    // what is done with their outcome where the wrapper is called.
+    // The wrappers of this file whose inner calls are relayed: this
+    // walk's view of each first (it knows every wrapper the body calls, a
+    // recursive call among them).
     let mut keys: Vec<&String> = found
         .iter()
         .filter(|(_, w)| w.is_some())
@@ -544,18 +543,65 @@ fn run<'ast>(
         .collect();
     keys.sort();
     keys.dedup();
-    let mut handed: Vec<(EventId, String, bool)> = Vec::new();
-    for key in keys {
-        // This walk's view of the wrapper first: it knows every wrapper
-        // the body calls (a recursive call among them).
-        let Some(w) = found
-            .get(key)
-            .and_then(Option::as_ref)
-            .or_else(|| wrappers.get(key).filter(|w| !w.imported))
-        else {
-            continue;
+    let keys: Vec<(String, Wrapper)> = keys
+        .into_iter()
+        .filter_map(|key| {
+            let w = found
+                .get(key)
+                .and_then(Option::as_ref)
+                .or_else(|| wrappers.get(key).filter(|w| !w.imported))?;
+            Some((key.clone(), w.clone()))
+        })
+        .collect();
+    let unrelayed = Unrelayed {
+        model: Box::default(),
+        keys,
+        called,
+        inner_only,
+        dead,
+    };
+    let model = if unrelayed.keys.is_empty() {
+        relay(model, &unrelayed, called_elsewhere)
+    } else {
+        let kept = Unrelayed {
+            model: Box::new(model.clone()),
+            ..unrelayed.clone()
         };
-        let is_called = called.contains(key) || called_elsewhere.contains(key);
+        let mut relayed = relay(model, &unrelayed, called_elsewhere);
+        relayed.unrelayed = Some(Box::new(kept));
+        relayed
+    };
+    let found = found
+        .into_iter()
+        .filter_map(|(n, w)| w.map(|w| (n, w)))
+        .collect();
+    (model, returns, learned, found)
+}
+
+/// A file's model before the inner calls of its wrappers are relayed,
+/// with what relaying them needs.
+#[derive(Debug, Clone, Default)]
+pub struct Unrelayed {
+    model: Box<FileModel>,
+    /// The file's wrappers, by key.
+    keys: Vec<(String, Wrapper)>,
+    /// The wrappers the file calls itself.
+    called: HashSet<String>,
+    /// Events made only as a wrapper's inner call.
+    inner_only: HashSet<EventId>,
+    /// Events the walk found dead.
+    dead: HashSet<EventId>,
+}
+
+/// The calls a wrapper of this file hands back know it. When it is called
+/// (in this file, or, per `called_elsewhere`, in another file of the
+/// crate) they are relayed: their own defects are reported here, what is
+/// done with their outcome where the wrapper is called.
+fn relay(mut model: FileModel, u: &Unrelayed, called_elsewhere: &HashSet<String>) -> FileModel {
+    let mut dead = u.dead.clone();
+    let mut handed: Vec<(EventId, String, bool)> = Vec::new();
+    for (key, w) in &u.keys {
+        let is_called = u.called.contains(key) || called_elsewhere.contains(key);
         for f in model.fns.iter().filter(|f| &f.qualified == key) {
             for &e in &f.events {
                 let ev = &model.events[e];
@@ -577,10 +623,10 @@ fn run<'ast>(
         }
     }
     for (e, key, is_called) in handed {
-        if !is_called && inner_only.contains(&e) {
+        if !is_called && u.inner_only.contains(&e) {
             continue;
         }
-        if is_called && inner_only.contains(&e) {
+        if is_called && u.inner_only.contains(&e) {
             dead.remove(&e);
         }
         let ev = &mut model.events[e];
@@ -589,16 +635,26 @@ fn run<'ast>(
     }
     outer_duplicates(&model, &mut dead);
     remove_dead(&mut model, &dead);
-    model.wrappers_called = called.iter().cloned().collect();
+    model.wrappers_called = u.called.iter().cloned().collect();
     model.wrappers_called.sort();
     for f in &mut model.fns {
         f.events.sort_by_key(|&i| model.events[i].span.start.offset);
     }
-    let found = found
-        .into_iter()
-        .filter_map(|(n, w)| w.map(|w| (n, w)))
-        .collect();
-    (model, returns, learned, found)
+    model
+}
+
+/// The model of a file that defines wrappers, relayed again knowing which
+/// of them other files of the crate call: the walk is not redone. `None`
+/// for a file that defines none.
+pub fn relayed_again(model: &FileModel, called_elsewhere: &HashSet<String>) -> Option<FileModel> {
+    let u = model.unrelayed.as_deref()?;
+    let mut again = relay((*u.model).clone(), u, called_elsewhere);
+    again.wrappers = model.wrappers.clone();
+    again.texts = model.texts.clone();
+    again.type_aliases = model.type_aliases.clone();
+    again.too_deep = model.too_deep;
+    again.unrelayed = model.unrelayed.clone();
+    Some(again)
 }
 
 /// The lock call whose outcome a function hands back, if any: a take,
