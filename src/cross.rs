@@ -894,7 +894,7 @@ pub fn crate_passes(
         files.iter().any(|f| {
             !f.outcome.wrappers.is_empty()
                 || !f.outcome.texts.is_empty()
-                || !f.outcome.asked.names.is_empty()
+                || !f.outcome.asked.calls.is_empty()
         })
     };
     if !sources.partial && !needed(files) {
@@ -958,7 +958,7 @@ pub fn crate_passes(
         .filter(|(f, _)| {
             !f.outcome.wrappers.is_empty()
                 || !f.outcome.texts.is_empty()
-                || !f.outcome.asked.names.is_empty()
+                || !f.outcome.asked.calls.is_empty()
         })
         .map(|(_, root)| root)
         .collect();
@@ -1001,7 +1001,7 @@ fn follow_calls(
     use rayon::prelude::*;
     let mut by_scope: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
     for (i, f) in files.iter().enumerate().take(walked) {
-        if !f.outcome.asked.names.is_empty() {
+        if !f.outcome.asked.calls.is_empty() {
             by_scope.entry(f.scope).or_default().push(i);
         }
     }
@@ -1037,12 +1037,7 @@ fn follow_calls(
             Some(f) => f.text(sources),
             None => (sources.read)(path, scope),
         };
-        let may_define = |path: &Path, names: &[String]| {
-            by_path
-                .get(path)
-                .and_then(|f| f.words.as_ref())
-                .map(|w| names.iter().any(|n| w.defines(n)))
-        };
+        let words = |path: &Path| by_path.get(path).and_then(|f| f.words.as_ref());
         // An asking file's model is in its facts.
         let kept = |path: &Path| {
             by_path
@@ -1056,7 +1051,7 @@ fn follow_calls(
             engine.packs,
             &engine.settings.lock_name,
             &list,
-            &may_define,
+            &words,
             &kept,
             &read,
             pool,
@@ -1473,6 +1468,50 @@ mod tests {
     /// once, and the helper it calls is still followed.
     #[test]
     fn a_file_asking_for_functions_is_read_and_parsed_once() {
+        let (found, reads, parses) = fenced_crate_in_memory(&[]);
+        assert_eq!(found, ["17:23 unfenced-correctness-lock"]);
+        assert_eq!(reads["src/lib.rs"], 1);
+        // The engine parsed only lib.rs (store.rs holds no lock API: the
+        // index models it, once).
+        assert_eq!(parses, 1);
+    }
+
+    /// The function index reads only the files that can hold a definition
+    /// sought: a function of the same name in another module, or a method
+    /// of the same name on another type, is not read again for
+    /// `store::write_plain(..)`.
+    #[test]
+    fn the_function_index_reads_only_files_that_can_hold_the_call() {
+        let (found, reads, _) = fenced_crate_in_memory(&[
+            (
+                "src/archive.rs",
+                "pub async fn write_plain(pool: &sqlx::PgPool, fence: i64, v: i64) {}\n",
+            ),
+            (
+                "src/cache.rs",
+                "pub struct Cache;\nimpl Cache {\n    pub async fn write_fenced(&self, v: i64) {}\n}\n",
+            ),
+        ]);
+        assert_eq!(found, ["17:23 unfenced-correctness-lock"]);
+        // Lock-free files are read by the walk and once more for their
+        // words (a batch run takes words only in crates that ask); the
+        // index reads and models store.rs, which holds the call's
+        // definition, and neither look-alike.
+        assert_eq!(reads["src/lib.rs"], 1, "{reads:?}");
+        assert_eq!(reads["src/store.rs"], 3, "{reads:?}");
+        assert_eq!(reads["src/archive.rs"], 2, "{reads:?}");
+        assert_eq!(reads["src/cache.rs"], 2, "{reads:?}");
+    }
+
+    /// The fenced-crate fixture and `extra` files, audited in memory:
+    /// lib.rs's findings, the reads of each file and the engine's parses.
+    fn fenced_crate_in_memory(
+        extra: &[(&str, &str)],
+    ) -> (
+        Vec<String>,
+        std::collections::BTreeMap<String, usize>,
+        usize,
+    ) {
         use crate::config::Settings;
         use crate::engine::Engine;
         use crate::pack::PackSet;
@@ -1483,13 +1522,14 @@ mod tests {
         use std::sync::{Arc, Mutex};
 
         let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/projects/fenced-crate");
-        let texts: Vec<(String, String)> = ["src/lib.rs", "src/store.rs"]
+        let mut texts: Vec<(String, String)> = ["src/lib.rs", "src/store.rs"]
             .iter()
             .map(|p| {
                 let text = std::fs::read_to_string(fixture.join(p)).unwrap();
                 (p.to_string(), text)
             })
             .collect();
+        texts.extend(extra.iter().map(|(p, t)| (p.to_string(), t.to_string())));
         let cwd = Path::new("/nonexistent-lockaudit-fenced");
         let disk: HashMap<PathBuf, Arc<[u8]>> = texts
             .iter()
@@ -1523,11 +1563,13 @@ mod tests {
                 )
             })
             .collect();
-        assert_eq!(found, ["17:23 unfenced-correctness-lock"]);
-        assert_eq!(reads.lock().unwrap()[&cwd.join("src/lib.rs")], 1);
-        // The engine parsed only lib.rs (store.rs holds no lock API: the
-        // index models it, once).
-        assert_eq!(parses.load(Ordering::Relaxed), 1);
+        let reads = reads
+            .into_inner()
+            .unwrap()
+            .into_iter()
+            .map(|(p, n)| (p.strip_prefix(cwd).unwrap().display().to_string(), n))
+            .collect();
+        (found, reads, parses.load(Ordering::Relaxed))
     }
 
     /// An editor session's keeps are bounded by bytes as well as by

@@ -392,7 +392,7 @@ impl Engine<'_> {
         // judged again once they are indexed, and one that offers wrappers
         // knowing which other files call them, from these facts: it is not
         // read or parsed again.
-        if !out.asked.names.is_empty() || !out.wrappers.is_empty() {
+        if !out.asked.calls.is_empty() || !out.wrappers.is_empty() {
             facts.fixes = tree_fixes(&out.findings);
             out.facts = Some(std::sync::Arc::new(facts));
         }
@@ -528,7 +528,7 @@ impl Engine<'_> {
             if wants_tree {
                 return None;
             }
-            if !out.asked.names.is_empty() || !out.wrappers.is_empty() {
+            if !out.asked.calls.is_empty() || !out.wrappers.is_empty() {
                 again.fixes = tree_fixes(&out.findings);
                 out.facts = Some(std::sync::Arc::new(again));
             }

@@ -135,7 +135,18 @@ fn helpers_in_other_files_of_the_crate_are_followed() -> Result<(), Failed> {
     let alone = engine.check_bytes(rel, &bytes, false);
     let none: Vec<&Finding> = alone.findings.iter().collect();
     assert!(none.is_empty(), "{none:?}");
-    let asked: Vec<&str> = alone.asked.names.iter().map(String::as_str).collect();
-    assert_eq!(asked, ["write_fenced", "write_plain"]);
+    let asked: Vec<(&str, Option<&str>)> = alone
+        .asked
+        .calls
+        .iter()
+        .map(|c| (c.name.as_str(), c.module.as_deref()))
+        .collect();
+    assert_eq!(
+        asked,
+        [
+            ("write_fenced", Some("store")),
+            ("write_plain", Some("store"))
+        ]
+    );
     Ok(())
 }

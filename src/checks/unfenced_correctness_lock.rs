@@ -399,7 +399,10 @@ fn follow_call(
                 // Asked of this file's crate; the index follows further
                 // calls from the functions it finds itself.
                 if path == ctx.src.path {
-                    ctx.asked.borrow_mut().names.insert(call.name.clone());
+                    ctx.asked
+                        .borrow_mut()
+                        .calls
+                        .insert(crate::model::resolve::Wanted::of(call));
                 }
                 return (0, 0);
             }

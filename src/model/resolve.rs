@@ -5,10 +5,11 @@
 //! Built between passes, never during a check. The first audit of a file
 //! records the functions of other files its fencing check asked for
 //! ([`crate::engine::FileOutcome::asked`]) and keeps its facts;
-//! [`FnIndex::build`] then finds, per crate, the files whose words say
-//! they define those names (and, to a bounded depth, the functions those
-//! call) and models each once, in parallel, taking the model of a file
-//! whose facts were kept; the asking files are judged again from their
+//! [`FnIndex::build`] then finds, per crate, the files that can hold
+//! those calls' definitions (and, to a bounded depth, of the calls those
+//! make): their words say they define the name and spell the receiver's
+//! type, and they are the module a call's path names. It models each
+//! once, in parallel, taking the model of a file whose facts were kept; the asking files are judged again from their
 //! facts with the index, which answers from memory. A check does no I/O
 //! and parses nothing.
 //!
@@ -24,9 +25,10 @@ use std::sync::{Arc, Mutex};
 use regex::Regex;
 
 use super::extract::{self, Options};
-use super::{CallSite, FileModel, FnId};
+use super::{CallSite, FileModel, FnId, FnModel};
 use crate::pack::PackSet;
 use crate::source::SourceFile;
+use crate::words::FileWords;
 
 /// A resolved function: its file's model, its index, its display path.
 pub type Found = (Arc<FileModel>, FnId, String);
@@ -35,9 +37,21 @@ pub type Found = (Arc<FileModel>, FnId, String);
 /// fencing check follows no deeper.
 pub const MAX_DEPTH: usize = 3;
 
-/// Most names looked up per crate: a hostile crate's thousands of calls
+/// Most calls looked up per crate: a hostile crate's thousands of calls
 /// cost a bounded search.
 const MAX_NAMES: usize = 512;
+
+/// A file of a crate that may hold a call looked up in a round.
+struct Candidate {
+    /// Its entry in the round (a crate and the calls sought there).
+    round: usize,
+    shown: String,
+    path: PathBuf,
+    /// The module it is ([`module_of`]).
+    module: Option<String>,
+    /// Whether the run took no words of it, so they are taken here.
+    take_words: bool,
+}
 
 /// One definition of a function name in a crate.
 struct Def {
@@ -53,7 +67,46 @@ struct Def {
 /// does not define.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Asked {
-    pub names: BTreeSet<String>,
+    pub calls: BTreeSet<Wanted>,
+}
+
+/// A call into another file of the crate, as [`FnIndex::resolve`] chooses
+/// its definition: the name, and the receiver's type or the module the
+/// call's path names. Only a file that can hold that definition is read
+/// for it: one that defines the name, spells the type for a method, and
+/// is the module for a call through a module path.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Wanted {
+    pub name: String,
+    pub owner: Option<String>,
+    pub module: Option<String>,
+}
+
+impl Wanted {
+    pub fn of(call: &CallSite) -> Wanted {
+        Wanted {
+            name: call.name.clone(),
+            owner: call.owner.clone(),
+            module: call.owner.is_none().then(|| call.module.clone()).flatten(),
+        }
+    }
+
+    /// Whether a file with `words`, as module `module`, may define it.
+    fn may_be_in(&self, words: &FileWords, module: Option<&str>) -> bool {
+        words.defines(&self.name)
+            && self.owner.as_deref().is_none_or(|o| words.has(o))
+            && self.module.as_deref().is_none_or(|m| module == Some(m))
+    }
+
+    /// Whether `f`, in module `module`, is the definition it names.
+    fn is(&self, f: &FnModel, module: Option<&str>) -> bool {
+        f.name == self.name
+            && match (&self.owner, &self.module) {
+                (Some(o), _) => f.qualified == format!("{o}::{}", self.name),
+                (None, Some(m)) => f.qualified == self.name && module == Some(m.as_str()),
+                (None, None) => f.qualified == self.name,
+            }
+    }
 }
 
 /// Functions of the crates a run audits, by crate root and name.
@@ -91,45 +144,45 @@ impl FnIndex {
     }
 
     /// Builds the index for `asks` (file display path, its crate root, the
-    /// names it asked for). `files(root)` lists a crate's `.rs` files
-    /// (display path, path); `may_define(path, names)` answers from the
-    /// file's words whether it may define one of them, `None` when they
-    /// were not taken; `kept(path)` is the model an audit of the run kept
+    /// calls it asked about). `files(root)` lists a crate's `.rs` files
+    /// (display path, path); `words(path)` is the file's words when the
+    /// run took them; `kept(path)` is the model an audit of the run kept
     /// of the file; `read(path)` reads one (within the run's limits). A
     /// file is read and modelled here only when no model was kept of it
-    /// and its words say it may define a name sought.
+    /// and its words and path say it may hold a definition sought
+    /// ([`Wanted`]).
     #[allow(clippy::too_many_arguments)]
-    pub fn build(
+    pub fn build<'w>(
         asks: &[(String, PathBuf, Asked)],
         packs: &PackSet,
         lock_name: &Regex,
         files: &(dyn Fn(&Path) -> Vec<(String, PathBuf)> + Sync),
-        may_define: &(dyn Fn(&Path, &[String]) -> Option<bool> + Sync),
+        words: &(dyn Fn(&Path) -> Option<&'w FileWords> + Sync),
         kept: &(dyn Fn(&Path) -> Option<Arc<FileModel>> + Sync),
         read: &(dyn Fn(&Path) -> Option<std::sync::Arc<[u8]>> + Sync),
         pool: &rayon::ThreadPool,
     ) -> FnIndex {
         use rayon::prelude::*;
         let mut index = FnIndex::default();
-        let mut pending: BTreeMap<PathBuf, BTreeSet<String>> = BTreeMap::new();
+        let mut pending: BTreeMap<PathBuf, BTreeSet<Wanted>> = BTreeMap::new();
         for (file, root, asked) in asks {
             index.roots.insert(file.clone(), root.clone());
             pending
                 .entry(root.clone())
                 .or_default()
-                .extend(asked.names.iter().cloned());
+                .extend(asked.calls.iter().cloned());
         }
-        let mut looked: HashMap<PathBuf, BTreeSet<String>> = HashMap::new();
+        let mut looked: HashMap<PathBuf, BTreeSet<Wanted>> = HashMap::new();
         let mut models: HashMap<String, Option<Arc<FileModel>>> = HashMap::new();
         let mut listed: HashMap<PathBuf, Vec<(String, PathBuf)>> = HashMap::new();
         for _ in 0..=MAX_DEPTH {
-            // The names not looked up yet, per crate, within the bound.
-            let mut round: Vec<(PathBuf, Vec<String>)> = Vec::new();
-            for (root, names) in std::mem::take(&mut pending) {
+            // The calls not looked up yet, per crate, within the bound.
+            let mut round: Vec<(PathBuf, Vec<Wanted>)> = Vec::new();
+            for (root, wanted) in std::mem::take(&mut pending) {
                 let seen = looked.entry(root.clone()).or_default();
-                let fresh: Vec<String> = names
+                let fresh: Vec<Wanted> = wanted
                     .into_iter()
-                    .filter(|n| !seen.contains(n))
+                    .filter(|w| !seen.contains(w))
                     .take(MAX_NAMES.saturating_sub(seen.len()))
                     .collect();
                 seen.extend(fresh.iter().cloned());
@@ -140,19 +193,27 @@ impl FnIndex {
             if round.is_empty() {
                 break;
             }
-            // (round entry, file, whether its words still need asking).
-            let mut work: Vec<(usize, (String, PathBuf), bool)> = Vec::new();
-            for (r, (root, names)) in round.iter().enumerate() {
+            let mut work: Vec<Candidate> = Vec::new();
+            for (r, (root, wanted)) in round.iter().enumerate() {
                 let list = listed
                     .entry(root.clone())
                     .or_insert_with(|| files(root))
                     .clone();
-                for path in list {
-                    match may_define(&path.1, names) {
-                        Some(false) => {}
-                        Some(true) => work.push((r, path, false)),
-                        None => work.push((r, path, true)),
+                for (shown, path) in list {
+                    let module = module_of(Path::new(&shown));
+                    let words = words(&path);
+                    let may =
+                        |w: &FileWords| wanted.iter().any(|c| c.may_be_in(w, module.as_deref()));
+                    if words.is_some_and(|w| !may(w)) {
+                        continue;
                     }
+                    work.push(Candidate {
+                        round: r,
+                        shown,
+                        path,
+                        module,
+                        take_words: words.is_none(),
+                    });
                 }
             }
             let known: HashMap<&str, Option<Arc<FileModel>>> = models
@@ -160,39 +221,39 @@ impl FnIndex {
                 .map(|(k, v)| (k.as_str(), v.clone()))
                 .collect();
             let cache = Mutex::new(Vec::new());
-            let found: Vec<(PathBuf, String, Arc<FileModel>)> = pool.install(|| {
+            let found: Vec<(usize, String, Option<String>, Arc<FileModel>)> = pool.install(|| {
                 work.par_iter()
-                    .filter_map(|(r, (path, file), ask_words)| {
-                        let (root, names) = &round[*r];
-                        if let Some(m) = known.get(path.as_str()) {
-                            return Some((root.clone(), path.clone(), m.clone()?));
+                    .filter_map(|c| {
+                        let found = |m| Some((c.round, c.shown.clone(), c.module.clone(), m));
+                        if let Some(m) = known.get(c.shown.as_str()) {
+                            return found(m.clone()?);
                         }
-                        if let Some(m) = kept(file) {
-                            return Some((root.clone(), path.clone(), m));
+                        if let Some(m) = kept(&c.path) {
+                            return found(m);
                         }
-                        let bytes = read(file)?;
-                        if *ask_words {
-                            let words = crate::words::FileWords::of(&bytes);
-                            if !names.iter().any(|n| words.defines(n)) {
+                        let bytes = read(&c.path)?;
+                        if c.take_words {
+                            let words = FileWords::of(&bytes);
+                            let wanted = &round[c.round].1;
+                            if !wanted
+                                .iter()
+                                .any(|w| w.may_be_in(&words, c.module.as_deref()))
+                            {
                                 return None;
                             }
                         }
                         let text = std::str::from_utf8(&bytes).ok()?;
-                        let m = model_of(path, text, packs, lock_name);
-                        cache.lock().unwrap().push((path.clone(), m.clone()));
-                        Some((root.clone(), path.clone(), m?))
+                        let m = model_of(&c.shown, text, packs, lock_name);
+                        cache.lock().unwrap().push((c.shown.clone(), m.clone()));
+                        found(m?)
                     })
                     .collect()
             });
             models.extend(cache.into_inner().unwrap());
-            let names: HashMap<&PathBuf, BTreeSet<&str>> = round
-                .iter()
-                .map(|(r, n)| (r, n.iter().map(String::as_str).collect()))
-                .collect();
-            for (root, path, model) in found {
-                let module = module_of(Path::new(&path));
+            for (r, path, module, model) in found {
+                let (root, wanted) = &round[r];
                 for (id, f) in model.fn_ids() {
-                    if !names[&root].contains(f.name.as_str()) {
+                    if !wanted.iter().any(|c| c.is(f, module.as_deref())) {
                         continue;
                     }
                     // The functions it calls in other files, for the next
@@ -205,7 +266,7 @@ impl FnIndex {
                         pending
                             .entry(root.clone())
                             .or_default()
-                            .insert(c.name.clone());
+                            .insert(Wanted::of(c));
                     }
                     let defs = index
                         .defs
