@@ -403,7 +403,7 @@ impl Given {
     }
 
     fn is_empty(&self) -> bool {
-        self.wrappers.is_empty() && self.texts.is_empty()
+        self.wrappers.is_empty() && self.texts.is_empty() && self.types.is_empty()
     }
 }
 
@@ -416,6 +416,7 @@ fn unambiguous(files: &[Audited], crate_of: &[PathBuf]) -> ByCrate {
     let mut wrappers: Defs<Wrapper> = BTreeMap::new();
     let mut texts: Defs<Vec<String>> = BTreeMap::new();
     let mut types: Defs<String> = BTreeMap::new();
+    let mut client_types: HashSet<(PathBuf, &str)> = HashSet::new();
     for (i, f) in files.iter().enumerate() {
         let root = &crate_of[i];
         for (name, t) in &f.outcome.type_aliases {
@@ -423,6 +424,9 @@ fn unambiguous(files: &[Audited], crate_of: &[PathBuf]) -> ByCrate {
                 .entry((root.clone(), name.clone()))
                 .or_default()
                 .push((i, t.clone()));
+        }
+        for name in &f.outcome.client_types {
+            client_types.insert((root.clone(), name));
         }
         for (name, w) in &f.outcome.wrappers {
             // A wrapper the file was given is the defining file's own.
@@ -463,8 +467,9 @@ fn unambiguous(files: &[Audited], crate_of: &[PathBuf]) -> ByCrate {
         }
     }
     // Only an alias that names a wrapper's type or trait is worth offering
-    // (`type ElectionRef = Arc<dyn Election>`): `type Result<T> = ..`,
-    // which every file names, would send every file to be audited again.
+    // (`type ElectionRef = Arc<dyn Election>`), or a lock client's type
+    // (`type Api = kube::Api<LeaseObject>`): `type Result<T> = ..`, which
+    // every file names, would send every file to be audited again.
     let wrapper_types: HashMap<PathBuf, HashSet<String>> = by_crate
         .iter()
         .map(|(root, offers)| {
@@ -478,19 +483,17 @@ fn unambiguous(files: &[Audited], crate_of: &[PathBuf]) -> ByCrate {
         })
         .collect();
     for ((root, name), mut list) in types {
-        let (Some(offers), Some(named)) = (by_crate.get_mut(&root), wrapper_types.get(&root))
-        else {
-            continue;
-        };
         if list.len() != 1 {
             continue;
         }
         let (i, t) = list.pop().expect("one");
-        let names_a_wrapper = t
-            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .any(|w| named.contains(w));
-        if names_a_wrapper {
-            offers.types.insert(name, (i, t));
+        let names_a_client = client_types.contains(&(root.clone(), name.as_str()));
+        let names_a_wrapper = wrapper_types.get(&root).is_some_and(|named| {
+            t.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .any(|w| named.contains(w))
+        });
+        if names_a_client || names_a_wrapper {
+            by_crate.entry(root).or_default().types.insert(name, (i, t));
         }
     }
     for ((root, name), mut list) in texts {
@@ -894,6 +897,7 @@ pub fn crate_passes(
         files.iter().any(|f| {
             !f.outcome.wrappers.is_empty()
                 || !f.outcome.texts.is_empty()
+                || !f.outcome.client_types.is_empty()
                 || !f.outcome.asked.calls.is_empty()
         })
     };
@@ -958,6 +962,7 @@ pub fn crate_passes(
         .filter(|(f, _)| {
             !f.outcome.wrappers.is_empty()
                 || !f.outcome.texts.is_empty()
+                || !f.outcome.client_types.is_empty()
                 || !f.outcome.asked.calls.is_empty()
         })
         .map(|(_, root)| root)
@@ -1086,10 +1091,11 @@ fn follow_wrappers(
     // An editor session's audits of the crate's other files, by what they
     // were given (an inventory run keeps nothing).
     let cache = sources.first_audits.filter(|_| !inventory);
-    if files
-        .iter()
-        .all(|f| f.outcome.wrappers.is_empty() && f.outcome.texts.is_empty())
-    {
+    if files.iter().all(|f| {
+        f.outcome.wrappers.is_empty()
+            && f.outcome.texts.is_empty()
+            && f.outcome.client_types.is_empty()
+    }) {
         return;
     }
     // What each file was last audited knowing.
@@ -1107,6 +1113,7 @@ fn follow_wrappers(
                     .wrappers
                     .keys()
                     .chain(offers.texts.keys())
+                    .chain(offers.types.keys())
                     .filter(|n| !seen.contains(&(root.clone(), (*n).clone())))
                     .map(String::as_str)
                     .collect::<Vec<_>>();

@@ -145,6 +145,10 @@ pub struct FileOutcome {
     pub texts: Vec<(String, Vec<String>)>,
     /// Its type aliases, by name.
     pub type_aliases: Vec<(String, String)>,
+    /// Those of its type aliases that name a lock client's type (`type
+    /// Api = kube::Api<LeaseObject>;`): the crate's other files learn what
+    /// a receiver declared with one is.
+    pub client_types: Vec<String>,
     /// What its calls of wrappers say, for the files defining the lock
     /// calls they reach.
     pub sites: Vec<crate::model::SiteReport>,
@@ -473,6 +477,12 @@ impl Engine<'_> {
         out.wrappers_called = model.wrappers_called.clone();
         out.texts = model.texts.clone();
         out.type_aliases = model.type_aliases.clone();
+        out.client_types = model
+            .type_aliases
+            .iter()
+            .filter(|(_, t)| names_a_client_crate(t, self.packs))
+            .map(|(n, _)| n.clone())
+            .collect();
         out.sites = facts.sites.clone();
         out.asked = ctx.asked.take();
         out
@@ -854,6 +864,18 @@ fn forced_panic(path: &str) -> bool {
     NAME.get_or_init(|| std::env::var("LOCKAUDIT_INTERNAL_PANIC_ON").ok())
         .as_deref()
         .is_some_and(|n| !n.is_empty() && path.rsplit('/').next() == Some(n))
+}
+
+/// Whether a type's text names a path in one of the packs' crates
+/// (`kube::Api<LeaseObject>`, `redis::aio::Connection`), as the pre-filter's
+/// test of a type alias does.
+fn names_a_client_crate(text: &str, packs: &PackSet) -> bool {
+    let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    packs.crate_names.iter().any(|c| {
+        text.match_indices(c.as_str()).any(|(i, _)| {
+            (i == 0 || !ident(text.as_bytes()[i - 1])) && text[i + c.len()..].starts_with("::")
+        })
+    })
 }
 
 #[cfg(test)]

@@ -6,7 +6,10 @@
 //! or string, or a trigger word of its pack starts a word (text-matched
 //! APIs); a crate of its evidence is a word of some identifier, when the API
 //! needs that evidence; and some word is a lock name, when the API only
-//! counts on lock-named keys. Effects, mints and token reads alone never
+//! counts on lock-named keys. A file is also parsed when it declares a type
+//! alias naming a lock client's crate (`type Api = kube::Api<Lease>;`): it
+//! finds nothing itself, but tells the crate's other files what a receiver
+//! declared with the alias is. Effects, mints and token reads alone never
 //! produce a finding (they only matter next to an acquisition), so they open
 //! no file. The extractor can only match what these words spell, so no
 //! finding is ever lost; a test compares every fixture with and without the
@@ -56,6 +59,11 @@ pub struct Prefilter {
     words: Vec<String>,
     lock_name: Regex,
     unanchored: bool,
+    /// Needles that are the crate names of the packs.
+    crates: Vec<usize>,
+    /// A type alias naming one of those crates (`type Api =
+    /// kube::Api<Lease>;`), tried only when one of them is a word.
+    client_alias: Option<Regex>,
 }
 
 impl Prefilter {
@@ -67,6 +75,7 @@ impl Prefilter {
             *ids.entry(w).or_insert(n)
         };
         let always_ids = vec![intern("lock-purpose"), intern("lockaudit")];
+        let crate_ids: Vec<usize> = packs.crate_names.iter().map(|c| intern(c)).collect();
         let mut always_start_ids = Vec::new();
         let mut gates = Vec::new();
         for pack in &packs.packs {
@@ -145,6 +154,8 @@ impl Prefilter {
             unanchored: !["^", "$", "\\b", "\\B", "\\A", "\\z", "\\<", "\\>"]
                 .iter()
                 .any(|a| lock_name.as_str().contains(a)),
+            crates: crate_ids,
+            client_alias: client_alias(&packs.crate_names),
         }
     }
 
@@ -231,11 +242,33 @@ impl Prefilter {
                 }
             }
         }
-        self.gates
-            .iter()
-            .find(|g| !g.ident && passes(g, &seen))
-            .map(|g| self.words[g.needle].as_str())
+        if let Some(g) = self.gates.iter().find(|g| !g.ident && passes(g, &seen)) {
+            return Some(&self.words[g.needle]);
+        }
+        // A type alias of a client's type, for the crate's other files.
+        let alias = self.client_alias.as_ref()?;
+        if self.crates.iter().any(|&c| seen[c].word || seen[c].ident)
+            && alias.is_match(&String::from_utf8_lossy(bytes))
+        {
+            return Some("type");
+        }
+        None
     }
+}
+
+/// The pattern of a type alias whose type names one of `crates` as a path
+/// segment: `type Api = kube::Api<LeaseObject>;`, `pub(crate) type Conn<'a>
+/// = &'a mut redis::aio::Connection;`.
+fn client_alias(crates: &std::collections::BTreeSet<String>) -> Option<Regex> {
+    if crates.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = crates.iter().map(|c| regex::escape(c)).collect();
+    let pattern = format!(
+        r"\btype\s+[A-Za-z_][A-Za-z0-9_]*\s*(?:<[^=;{{}}]*>)?\s*=[^;{{}}]*\b(?:{})::",
+        names.join("|")
+    );
+    Regex::new(&pattern).ok()
 }
 
 /// Whether the text at `start` begins a word: no identifier character
@@ -270,6 +303,29 @@ mod tests {
             assert!(pre.could_match(DEL.as_bytes()), "{pattern}");
             let cache = DEL.replace("lock", "entry");
             assert!(!pre.could_match(cache.as_bytes()), "{pattern}");
+        }
+    }
+
+    /// A file declaring a type alias of a lock client's type is parsed (it
+    /// offers the alias to its crate); one whose aliases name no client
+    /// crate's path, or that only names a client crate elsewhere, is not.
+    #[test]
+    fn a_type_alias_of_a_client_type_opens_its_file() {
+        let packs = PackSet::builtin();
+        let pre = Prefilter::new(&packs, &Regex::new("(?i)lock").unwrap());
+        for alias in [
+            "pub type Api = kube::Api<LeaseObject>;\n",
+            "pub(crate) type Conn<'a> = &'a mut redis::aio::Connection;\n",
+            "type Shared =\n    std::sync::Arc<etcd_client::Client>;\n",
+        ] {
+            assert_eq!(pre.reason(alias.as_bytes()), Some("type"), "{alias}");
+        }
+        for plain in [
+            "pub type Result<T> = std::result::Result<T, Error>;\nuse redis::Value;\n",
+            "pub type Kubeconfig = config::Kubeconfig;\n",
+            "use kube::Api;\ntype Id = u64;\nfn f(api: Api<Pod>) {}\n",
+        ] {
+            assert!(!pre.could_match(plain.as_bytes()), "{plain}");
         }
     }
 

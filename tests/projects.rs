@@ -27,6 +27,9 @@
 //!   none; the in-process implementation of the same trait, a type with a
 //!   same-named method of its own, and a cache behind a trait are no lock
 //!   sites;
+//! - `aliases`: a lease API declared through a type alias of another file
+//!   (`type Api = kube::Api<LeaseObject>;`, through `Arc`, named by its
+//!   path), while an alias of another kind of object's API stays silent;
 //! - `workspace`: two crates of one workspace each define `acquire_lock`;
 //!   a caller in each gets its own crate's, so the in-process helper of
 //!   one is never read as the other's Redis lock.

@@ -203,8 +203,7 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
                 if i == self.chain.inherited && self.chain.resolved {
                     let mut text = var.clone();
                     if let Some(ty) = self.w.locals.get(var).and_then(|b| b.ty.as_deref()) {
-                        text.push(':');
-                        text.push_str(ty);
+                        self.push_type(&mut text, ty);
                     }
                     text.push('=');
                     text.push_str(&keys::compact_receiver(e, self.chain.root_expr));
@@ -213,11 +212,32 @@ impl<'v, 'w, 'a, 'c, 'ast> View<'v, 'w, 'a, 'c, 'ast> {
             }
             let mut text = keys::compact_receiver(e, self.chain.root_expr);
             if let Some(ty) = self.w.declared_type(e) {
-                text.push(':');
-                text.push_str(&ty);
+                self.push_type(&mut text, &ty);
             }
             text
         })
+    }
+
+    /// Appends `:ty` to a receiver's text, and `:aliased` when `ty` is a
+    /// type alias of the file or of its crate (`api: Api` with `type Api =
+    /// kube::Api<LeaseObject>;` reads `self.api:Api:kube::Api<LeaseObject>`),
+    /// also named by its path in the crate (`crate::types::Api`): the
+    /// alias's name and what it names are both evidence.
+    fn push_type(&self, text: &mut String, ty: &str) {
+        text.push(':');
+        text.push_str(ty);
+        let cx = &self.w.cx;
+        let in_crate = ty.split_once("::").is_some_and(|(first, _)| {
+            matches!(first, "crate" | "self" | "super") || cx.modules.contains(first)
+        });
+        let aliased = cx.aliases.get(ty).or_else(|| {
+            let name = ty.rsplit("::").next()?;
+            (in_crate && !ty.contains('<')).then(|| cx.aliases.get(name))?
+        });
+        if let Some(aliased) = aliased {
+            text.push(':');
+            text.push_str(aliased);
+        }
     }
 
     /// The arguments, then the initialisers of the locals they pass on
