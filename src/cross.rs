@@ -1377,6 +1377,63 @@ mod tests {
         files
     }
 
+    /// What a counted run over `texts` left: the files, the reads of each
+    /// (by display path) and the files the engine parsed.
+    struct Counted {
+        files: Vec<super::Audited>,
+        reads: std::collections::BTreeMap<String, usize>,
+        parses: usize,
+    }
+
+    /// [`passes_in_memory`] with the built-in packs, the pre-filter in the
+    /// first audit (which takes words when `words_first`, as the editor
+    /// does), and counts of the reads and parses.
+    fn counted_passes(
+        cwd: &std::path::Path,
+        texts: &[(String, String)],
+        words_first: bool,
+    ) -> Counted {
+        use crate::config::Settings;
+        use crate::engine::Engine;
+        use crate::pack::PackSet;
+        use crate::prefilter::Prefilter;
+        use std::collections::HashMap;
+        use std::path::{Path, PathBuf};
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::{Arc, Mutex};
+
+        let disk: HashMap<PathBuf, Arc<[u8]>> = texts
+            .iter()
+            .map(|(p, t)| (cwd.join(p), t.as_bytes().into()))
+            .collect();
+        let reads: Mutex<HashMap<PathBuf, usize>> = Mutex::default();
+        let read = |p: &Path, _: usize| -> Option<Arc<[u8]>> {
+            *reads.lock().unwrap().entry(p.to_path_buf()).or_default() += 1;
+            disk.get(p).cloned()
+        };
+        let packs = PackSet::builtin();
+        let settings = Settings::default();
+        let pre = Prefilter::new(&packs, &settings.lock_name);
+        let parses = AtomicUsize::new(0);
+        let first = Engine::new(&packs, &settings)
+            .with_prefilter(Some(&pre))
+            .keeping_words(words_first)
+            .counting(&parses);
+        let again = Engine::new(&packs, &settings).counting(&parses);
+        let files = passes_in_memory(cwd, texts, &read, first, again);
+        let reads = reads
+            .into_inner()
+            .unwrap()
+            .into_iter()
+            .map(|(p, n)| (p.strip_prefix(cwd).unwrap().display().to_string(), n))
+            .collect();
+        Counted {
+            files,
+            reads,
+            parses: parses.load(Ordering::Relaxed),
+        }
+    }
+
     /// A counting source: the first audit reads every file, as a run does;
     /// the crate passes then read only a file they audit again with what
     /// another file offers, and that file once. A file that offers (here
@@ -1393,15 +1450,7 @@ mod tests {
     }
 
     fn passes_read_once(words_first: bool) {
-        use crate::config::Settings;
-        use crate::engine::Engine;
-        use crate::pack::PackSet;
-        use crate::prefilter::Prefilter;
-        use std::collections::HashMap;
-        use std::path::{Path, PathBuf};
-        use std::sync::{Arc, Mutex};
-
-        let cwd = Path::new("/nonexistent-lockaudit-crate");
+        let cwd = std::path::Path::new("/nonexistent-lockaudit-crate");
         let mut texts: Vec<(String, String)> = vec![
             (
                 "src/locks.rs".into(),
@@ -1420,34 +1469,19 @@ mod tests {
                 format!("pub fn helper{i}() -> u8 {{ {i} }}\n"),
             ));
         }
-        let disk: HashMap<PathBuf, Arc<[u8]>> = texts
-            .iter()
-            .map(|(p, t)| (cwd.join(p), t.as_bytes().into()))
-            .collect();
-        let reads: Mutex<HashMap<PathBuf, usize>> = Mutex::default();
-        let read = |p: &Path, _: usize| -> Option<Arc<[u8]>> {
-            *reads.lock().unwrap().entry(p.to_path_buf()).or_default() += 1;
-            disk.get(p).cloned()
-        };
-        let packs = PackSet::builtin();
-        let settings = Settings::default();
-        let pre = Prefilter::new(&packs, &settings.lock_name);
-        let parses = std::sync::atomic::AtomicUsize::new(0);
-        let first = Engine::new(&packs, &settings)
-            .with_prefilter(Some(&pre))
-            .keeping_words(words_first)
-            .counting(&parses);
-        let again = Engine::new(&packs, &settings).counting(&parses);
-        let files = passes_in_memory(cwd, &texts, &read, first, again);
+        let Counted {
+            files,
+            reads,
+            parses,
+        } = counted_passes(cwd, &texts, words_first);
         // Each file is parsed once at most: `locks.rs` in its first audit
         // (judged again as the wrapper's definer from its facts), `jobs.rs`
         // when audited knowing the wrapper (the pre-filter let its first
         // audit skip it), the rest never.
-        assert_eq!(parses.load(std::sync::atomic::Ordering::Relaxed), 2);
-        let reads = reads.into_inner().unwrap();
+        assert_eq!(parses, 2);
         let for_words = usize::from(!words_first);
         for (shown, _) in &texts {
-            let n = reads[&cwd.join(shown)];
+            let n = reads[shown];
             let want = match shown.as_str() {
                 "src/locks.rs" => 1,
                 "src/jobs.rs" => 2 + for_words,
@@ -1519,14 +1553,7 @@ mod tests {
         std::collections::BTreeMap<String, usize>,
         usize,
     ) {
-        use crate::config::Settings;
-        use crate::engine::Engine;
-        use crate::pack::PackSet;
-        use crate::prefilter::Prefilter;
-        use std::collections::HashMap;
-        use std::path::{Path, PathBuf};
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        use std::sync::{Arc, Mutex};
+        use std::path::Path;
 
         let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/projects/fenced-crate");
         let mut texts: Vec<(String, String)> = ["src/lib.rs", "src/store.rs"]
@@ -1538,24 +1565,11 @@ mod tests {
             .collect();
         texts.extend(extra.iter().map(|(p, t)| (p.to_string(), t.to_string())));
         let cwd = Path::new("/nonexistent-lockaudit-fenced");
-        let disk: HashMap<PathBuf, Arc<[u8]>> = texts
-            .iter()
-            .map(|(p, t)| (cwd.join(p), t.as_bytes().into()))
-            .collect();
-        let reads: Mutex<HashMap<PathBuf, usize>> = Mutex::default();
-        let read = |p: &Path, _: usize| -> Option<Arc<[u8]>> {
-            *reads.lock().unwrap().entry(p.to_path_buf()).or_default() += 1;
-            disk.get(p).cloned()
-        };
-        let packs = PackSet::builtin();
-        let settings = Settings::default();
-        let pre = Prefilter::new(&packs, &settings.lock_name);
-        let parses = AtomicUsize::new(0);
-        let first = Engine::new(&packs, &settings)
-            .with_prefilter(Some(&pre))
-            .counting(&parses);
-        let again = Engine::new(&packs, &settings).counting(&parses);
-        let files = passes_in_memory(cwd, &texts, &read, first, again);
+        let Counted {
+            files,
+            reads,
+            parses,
+        } = counted_passes(cwd, &texts, false);
         let lib = files.iter().find(|f| f.shown == "src/lib.rs").unwrap();
         let found: Vec<String> = lib
             .outcome
@@ -1570,13 +1584,7 @@ mod tests {
                 )
             })
             .collect();
-        let reads = reads
-            .into_inner()
-            .unwrap()
-            .into_iter()
-            .map(|(p, n)| (p.strip_prefix(cwd).unwrap().display().to_string(), n))
-            .collect();
-        (found, reads, parses.load(Ordering::Relaxed))
+        (found, reads, parses)
     }
 
     /// An editor session's keeps are bounded by bytes as well as by
