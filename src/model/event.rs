@@ -475,7 +475,7 @@ pub struct FileModel {
     /// For a file that defines wrappers: the model before their inner
     /// calls were relayed, so that it can be relayed again knowing which
     /// of them other files call ([`crate::model::extract::relayed_again`]).
-    pub unrelayed: Option<Box<crate::model::extract::Unrelayed>>,
+    pub unrelayed: Option<std::sync::Arc<crate::model::extract::Unrelayed>>,
 }
 
 /// A function that takes, releases or renews a lock and hands the outcome

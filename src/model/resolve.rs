@@ -9,9 +9,9 @@
 //! those calls' definitions (and, to a bounded depth, of the calls those
 //! make): their words say they define the name and spell the receiver's
 //! type, and they are the module a call's path names. It models each
-//! once, in parallel, taking the model of a file whose facts were kept; the asking files are judged again from their
-//! facts with the index, which answers from memory. A check does no I/O
-//! and parses nothing.
+//! once, in parallel, taking the model of a file whose facts were kept;
+//! the asking files are judged again from their facts with the index,
+//! which answers from memory. A check does no I/O and parses nothing.
 //!
 //! A call resolves by its name and the module its path names
 //! (`store::write`, `crate::store::write`): a name that two files of the
@@ -102,7 +102,12 @@ impl Wanted {
     fn is(&self, f: &FnModel, module: Option<&str>) -> bool {
         f.name == self.name
             && match (&self.owner, &self.module) {
-                (Some(o), _) => f.qualified == format!("{o}::{}", self.name),
+                (Some(o), _) => {
+                    f.qualified
+                        .strip_suffix(self.name.as_str())
+                        .and_then(|t| t.strip_suffix("::"))
+                        == Some(o.as_str())
+                }
                 (None, Some(m)) => f.qualified == self.name && module == Some(m.as_str()),
                 (None, None) => f.qualified == self.name,
             }

@@ -563,12 +563,12 @@ fn run<'ast>(
     let model = if unrelayed.keys.is_empty() {
         relay(model, &unrelayed, called_elsewhere)
     } else {
-        let kept = Unrelayed {
-            model: Box::new(model.clone()),
-            ..unrelayed.clone()
-        };
+        let before = Box::new(model.clone());
         let mut relayed = relay(model, &unrelayed, called_elsewhere);
-        relayed.unrelayed = Some(Box::new(kept));
+        relayed.unrelayed = Some(std::sync::Arc::new(Unrelayed {
+            model: before,
+            ..unrelayed
+        }));
         relayed
     };
     let found = found
