@@ -375,8 +375,9 @@ struct Offers {
     fields: HashMap<String, Vec<String>>,
     /// (defining file, its module, the texts).
     texts: HashMap<String, (usize, Option<String>, Vec<String>)>,
-    /// Type aliases, by name: (defining file, the type text).
-    types: HashMap<String, (usize, String)>,
+    /// Type aliases, by name: (defining file, the type text, whether it
+    /// is offered only as a lock client's type, not a wrapper's).
+    types: HashMap<String, (usize, String, bool)>,
 }
 
 type ByCrate = HashMap<PathBuf, Offers>;
@@ -493,7 +494,12 @@ fn unambiguous(files: &[Audited], crate_of: &[PathBuf]) -> ByCrate {
                 .any(|w| named.contains(w))
         });
         if names_a_client || names_a_wrapper {
-            by_crate.entry(root).or_default().types.insert(name, (i, t));
+            let only_client = !names_a_wrapper;
+            by_crate
+                .entry(root)
+                .or_default()
+                .types
+                .insert(name, (i, t, only_client));
         }
     }
     for ((root, name), mut list) in texts {
@@ -520,8 +526,9 @@ const MAX_FIELD_OWNERS: usize = 256;
 /// Most statement text one file is given by the others, in bytes.
 const MAX_GIVEN_TEXT: usize = 256 * 1024;
 
-/// What file `i` reaches of its crate's offers, by what its text says.
-fn given_to(i: usize, found: &impl Found, offers: &Offers) -> Given {
+/// What file `i` reaches of its crate's offers, by what its text says;
+/// `api_names` are the names the packs match calls by.
+fn given_to(i: usize, found: &impl Found, offers: &Offers, api_names: &HashSet<String>) -> Given {
     let by_path = |m: &Option<String>, name: &str| {
         m.as_deref()
             .is_some_and(|m| found.qualified(m, name) || found.qualified(m, "*"))
@@ -532,10 +539,19 @@ fn given_to(i: usize, found: &impl Found, offers: &Offers) -> Given {
     // Another file's type aliases the file names (`election: ElectionRef`
     // with `type ElectionRef = Arc<dyn Election>` elsewhere): the types and
     // traits they name count as named here.
+    // A lock client's alias only matters to a file that calls a method a
+    // pack knows (`api.create(..)` on `api: Api`).
+    let calls_an_api = || {
+        found
+            .calls()
+            .iter()
+            .any(|(c, dotted)| *dotted && api_names.contains(*c))
+    };
+    let mut calls_api: Option<bool> = None;
     let mut types = HashMap::new();
     for w in &words {
-        if let Some((def, t)) = offers.types.get(*w) {
-            if *def != i {
+        if let Some((def, t, only_client)) = offers.types.get(*w) {
+            if *def != i && (!only_client || *calls_api.get_or_insert_with(calls_an_api)) {
                 types.insert(w.to_string(), t.clone());
             }
         }
@@ -894,12 +910,9 @@ pub fn crate_passes(
 ) {
     use rayon::prelude::*;
     let needed = |files: &[Audited]| {
-        files.iter().any(|f| {
-            !f.outcome.wrappers.is_empty()
-                || !f.outcome.texts.is_empty()
-                || !f.outcome.client_types.is_empty()
-                || !f.outcome.asked.calls.is_empty()
-        })
+        files
+            .iter()
+            .any(|f| f.outcome.offers() || !f.outcome.asked.calls.is_empty())
     };
     if !sources.partial && !needed(files) {
         return;
@@ -959,12 +972,7 @@ pub fn crate_passes(
     let offering: HashSet<&PathBuf> = files
         .iter()
         .zip(&crate_of)
-        .filter(|(f, _)| {
-            !f.outcome.wrappers.is_empty()
-                || !f.outcome.texts.is_empty()
-                || !f.outcome.client_types.is_empty()
-                || !f.outcome.asked.calls.is_empty()
-        })
+        .filter(|(f, _)| f.outcome.offers() || !f.outcome.asked.calls.is_empty())
         .map(|(_, root)| root)
         .collect();
     let missing: Vec<usize> = (0..files.len())
@@ -1091,11 +1099,7 @@ fn follow_wrappers(
     // An editor session's audits of the crate's other files, by what they
     // were given (an inventory run keeps nothing).
     let cache = sources.first_audits.filter(|_| !inventory);
-    if files.iter().all(|f| {
-        f.outcome.wrappers.is_empty()
-            && f.outcome.texts.is_empty()
-            && f.outcome.client_types.is_empty()
-    }) {
+    if !files.iter().any(|f| f.outcome.offers()) {
         return;
     }
     // What each file was last audited knowing.
@@ -1176,6 +1180,7 @@ fn follow_wrappers(
                     let (names, reach) = needles.get(root)?;
                     let offers = next.get(root)?;
                     let f = &files[i];
+                    let api_names = &engine(f.scope).packs.call_names;
                     // Taken before the read: a file that changes while it
                     // is read is not kept as the older one.
                     let before = cache.filter(|_| i >= walked).and_then(|_| stamp(&f.path));
@@ -1192,7 +1197,7 @@ fn follow_wrappers(
                     // was kept is neither read nor scanned again.
                     let kept = cache.zip(before).and_then(|(c, at)| c.scan(&f.path, at));
                     let given = match kept {
-                        Some(k) => given_to(i, &*k, offers),
+                        Some(k) => given_to(i, &*k, offers, api_names),
                         None => {
                             let b = f.text(sources)?;
                             let text = String::from_utf8_lossy(&b);
@@ -1200,7 +1205,7 @@ fn follow_wrappers(
                             if let Some((c, at)) = cache.zip(before) {
                                 c.put_scan(&f.path, at, Arc::new(KeptScan::of(&found)));
                             }
-                            let given = given_to(i, &found, offers);
+                            let given = given_to(i, &found, offers, api_names);
                             drop(text);
                             bytes = Some(b);
                             given
@@ -1542,6 +1547,48 @@ mod tests {
         assert_eq!(reads["src/store.rs"], 3, "{reads:?}");
         assert_eq!(reads["src/archive.rs"], 2, "{reads:?}");
         assert_eq!(reads["src/cache.rs"], 2, "{reads:?}");
+    }
+
+    /// A lock client's type alias of another file is given to the files
+    /// that name it and call a method a pack knows, and they find the lock
+    /// through it; a file that only names the alias is not audited again.
+    #[test]
+    fn a_client_alias_is_given_only_to_files_calling_an_api() {
+        let texts: Vec<(String, String)> = [
+            (
+                "src/types.rs",
+                "pub type Api = kube::Api<k8s_openapi::api::coordination::v1::Lease>;\n",
+            ),
+            (
+                "src/leader.rs",
+                "use crate::types::Api;\nuse kube::api::PostParams;\n\
+                 pub async fn take(api: &Api, lease: &Lease) -> kube::Result<Lease> {\n    \
+                 api.create(&PostParams::default(), lease).await\n}\n",
+            ),
+            (
+                "src/holder.rs",
+                "use crate::types::Api;\npub struct Holder {\n    pub api: Api,\n}\n",
+            ),
+        ]
+        .iter()
+        .map(|(p, t)| (p.to_string(), t.to_string()))
+        .collect();
+        let cwd = std::path::Path::new("/nonexistent-lockaudit-aliases");
+        let run = counted_passes(cwd, &texts, false);
+        let found: Vec<String> =
+            run.files
+                .iter()
+                .flat_map(|f| {
+                    f.outcome.findings.iter().map(move |x| {
+                        format!("{} {}:{}", x.check.as_str(), f.shown, x.span.start.line)
+                    })
+                })
+                .collect();
+        assert_eq!(found, ["missing-purpose src/leader.rs:4"]);
+        // types.rs once (the pre-filter lets an alias of a client's type
+        // through), leader.rs in its first audit and again knowing the
+        // alias, holder.rs never.
+        assert_eq!(run.parses, 3);
     }
 
     /// The fenced-crate fixture and `extra` files, audited in memory:

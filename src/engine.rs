@@ -165,6 +165,14 @@ pub struct FileOutcome {
     pub facts: Option<std::sync::Arc<FileFacts>>,
 }
 
+impl FileOutcome {
+    /// Whether the file offers the other files of its crate something:
+    /// wrappers, statement texts, or a type alias of a lock client's type.
+    pub fn offers(&self) -> bool {
+        !self.wrappers.is_empty() || !self.texts.is_empty() || !self.client_types.is_empty()
+    }
+}
+
 /// What the audit of a parsed file keeps to judge it again without its
 /// text or syntax tree: owned, `Send`, built once.
 pub struct FileFacts {
