@@ -46,9 +46,20 @@ struct Unfenced {
 fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
     // Judged at the outermost call (the one no called wrapper hands back),
     // over its critical section: that is where the work the lock protects
-    // is, and where a token would have to be passed on.
-    for a in ctx.takes().filter(|a| ctx.outcome_here(a)) {
-        if ctx.purpose(a) != Some(Purpose::Correctness) {
+    // is, and where a token would have to be passed on. A call of a
+    // wrapper whose outcome escapes into a closure or future holds no
+    // critical section: the lock call is judged inside the wrapper when
+    // every call of it in the file lets the outcome escape.
+    let judged_here = |a: &Event| (ctx.outcome_here(a) && !a.escapes) || a.outcome_escapes;
+    for a in ctx.takes().filter(|a| judged_here(a)) {
+        // Judged inside the wrapper, the lock call is held to the purpose
+        // its callers state.
+        let purpose = if a.outcome_escapes {
+            ctx.held_to(a)
+        } else {
+            ctx.purpose(a)
+        };
+        if purpose != Some(Purpose::Correctness) {
             continue;
         }
         check_one(ctx, a, out);
@@ -273,6 +284,9 @@ fn check_one(ctx: &CheckCtx, a: &Event, out: &mut Vec<Finding>) {
         finding = finding.secondary(span, label).note(
             "checking the lock again is not a fence: the holder can pause between the check and the write, and its lease can run out in that gap; only the resource, comparing a token inside the write, closes it",
         );
+    }
+    if a.outcome_escapes {
+        finding = finding.note("every call of the wrapper here hands the outcome to a closure or an `async` block, which runs where the code does not show: the lock is judged where its outcome is last seen");
     }
     if effects == 0 && kind != TokenKind::Monotonic {
         finding = finding.note("no effect of the critical section is visible here; wherever the work happens, nothing can reject a stale holder");

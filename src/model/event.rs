@@ -207,6 +207,16 @@ pub struct Event {
     /// A wrapper on the way hands back only whether the lock was won (a
     /// `bool`, or nothing): the grant's token stays inside it.
     pub token_dropped: bool,
+    /// A call of a wrapper whose outcome is the value of a closure or an
+    /// `async` block (`futures.push(async move { try_lock(..).await })`):
+    /// it is handed to whatever runs the future, which the code does not
+    /// show, so the critical section is not held here. Set for a wrapper
+    /// of the same file only.
+    pub escapes: bool,
+    /// A lock call handed back by a wrapper every call of which in this
+    /// file lets the outcome escape ([`Event::escapes`]): the last place
+    /// the outcome is seen, so its fencing is judged here.
+    pub outcome_escapes: bool,
 }
 
 impl Event {

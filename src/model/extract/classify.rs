@@ -502,6 +502,8 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             owner_at_call: false,
             wrapper: None,
             token_dropped: false,
+            escapes: false,
+            outcome_escapes: false,
         }
     }
 }

@@ -476,6 +476,7 @@ fn run<'ast>(
             returned_guards: Vec::new(),
             params: item.params.iter().map(|(n, _)| n.clone()).collect(),
             provisional: Vec::new(),
+            escaping: HashSet::new(),
         };
         w.body(&item.params, item.body);
         let mut wrapper = passed_on(&w, item);
@@ -599,6 +600,16 @@ pub struct Unrelayed {
 /// done with their outcome where the wrapper is called.
 fn relay(mut model: FileModel, u: &Unrelayed, called_elsewhere: &HashSet<String>) -> FileModel {
     let mut dead = u.dead.clone();
+    // The wrappers of this file some call in it holds the outcome of: one
+    // whose outcome escapes into a closure or future does not.
+    let held: HashSet<String> = model
+        .events
+        .iter()
+        .filter(|e| !e.escapes)
+        .flat_map(|e| &e.direct)
+        .filter(|o| o.file.is_none())
+        .map(|o| o.key.clone())
+        .collect();
     let mut handed: Vec<(EventId, String, bool)> = Vec::new();
     for (key, w) in &u.keys {
         let is_called = u.called.contains(key) || called_elsewhere.contains(key);
@@ -630,6 +641,7 @@ fn relay(mut model: FileModel, u: &Unrelayed, called_elsewhere: &HashSet<String>
             dead.remove(&e);
         }
         let ev = &mut model.events[e];
+        ev.outcome_escapes = is_called && !held.contains(&key) && !called_elsewhere.contains(&key);
         ev.handed_by = Some(key);
         ev.relayed = is_called;
     }

@@ -69,6 +69,9 @@ pub(super) struct Walker<'a, 'c, 'ast> {
     pub provisional: Vec<EventId>,
     /// What this walk learns of them (for the next walk).
     pub learned: &'a mut KnownStrings,
+    /// The values closures and `async` blocks of the function hand to
+    /// whatever runs them (their tails).
+    pub escaping: HashSet<*const Expr>,
 }
 
 /// Strings that cross function boundaries within a file: what functions
@@ -164,6 +167,27 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         self.returned_events.extend(events.iter().copied());
         self.note_return(e, events);
         self.stmt_line = saved;
+    }
+
+    /// The value `e` (a closure's body, an `async` block) hands to what
+    /// runs it: its tail, through blocks and parentheses.
+    fn note_escaping(&mut self, mut e: &'ast Expr) {
+        loop {
+            let block = match e {
+                Expr::Async(a) => &a.block,
+                Expr::Block(b) if b.label.is_none() => &b.block,
+                Expr::Paren(p) => {
+                    e = &p.expr;
+                    continue;
+                }
+                _ => break,
+            };
+            match block.stmts.last() {
+                Some(Stmt::Expr(tail, None)) => e = tail,
+                _ => return,
+            }
+        }
+        self.escaping.insert(e as *const Expr);
     }
 
     pub fn block(&mut self, b: &'ast syn::Block) {
@@ -359,7 +383,10 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             }
             Expr::Block(b) => self.block(&b.block),
             Expr::Unsafe(b) => self.block(&b.block),
-            Expr::Async(b) => self.block(&b.block),
+            Expr::Async(b) => {
+                self.note_escaping(e);
+                self.block(&b.block)
+            }
             Expr::TryBlock(b) => self.block(&b.block),
             Expr::Loop(l) => {
                 self.note_loop(e);
@@ -385,6 +412,7 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 self.locals.pop_scope();
             }
             Expr::Closure(c) => {
+                self.note_escaping(&c.body);
                 self.locals.push_scope();
                 for p in &c.inputs {
                     self.bind_opaque(p);

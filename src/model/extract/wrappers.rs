@@ -316,6 +316,9 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         ev.relayed = false;
         ev.reached = None;
         ev.token_dropped = ev.token_dropped || w.flag_only;
+        // Only a wrapper of this file: its lock call, judged instead, is
+        // here (another file's is judged at its calls, as before).
+        ev.escapes = !w.imported && self.escaping.contains(&(top as *const Expr));
         // Named as defined, whatever name the file imports it under.
         let own = &w.name;
         let called = match (&w.owner, &w.module) {
