@@ -375,7 +375,12 @@ impl Engine<'_> {
         }
         let mut model = model;
         crate::model::chains::settle_built(&mut model);
-        let locks = Locks::build(&model, &directives, self.settings.default_purpose);
+        let locks = Locks::build(
+            &model,
+            self.packs,
+            &directives,
+            self.settings.default_purpose,
+        );
         crate::model::chains::wrapper_purposes(&mut model, &directives);
         let sites = crate::model::chains::site_reports(&model, &locks, &src.path);
         crate::model::chains::attach_reached(
@@ -516,7 +521,12 @@ impl Engine<'_> {
         let result = catch_unwind(AssertUnwindSafe(|| {
             let mut model = extract::relayed_again(&facts.model, called_elsewhere)?;
             crate::model::chains::settle_built(&mut model);
-            let locks = Locks::build(&model, &facts.directives, self.settings.default_purpose);
+            let locks = Locks::build(
+                &model,
+                self.packs,
+                &facts.directives,
+                self.settings.default_purpose,
+            );
             crate::model::chains::wrapper_purposes(&mut model, &facts.directives);
             let sites = crate::model::chains::site_reports(&model, &locks, &facts.src.path);
             crate::model::chains::attach_reached(

@@ -47,8 +47,9 @@ pub struct LockRow {
 /// One row per call site: a lock call inside a wrapper that is called, and
 /// a call that a called wrapper hands back, are rows at the outermost
 /// calls that reach them (with the wrapper chain), not rows of their own.
+/// A lock taken by a read and then a write is a row at the write.
 pub fn rows(ctx: &CheckCtx) -> Vec<LockRow> {
-    ctx.takes()
+    ctx.acquisitions()
         .filter(|e| ctx.outcome_here(e))
         .map(|e| row(ctx, e))
         .collect()

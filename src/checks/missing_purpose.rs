@@ -19,7 +19,7 @@ pub(super) const INFO: CheckInfo = CheckInfo {
 const HELP: &str = "say why the lock exists, above this statement: `// lock-purpose: efficiency — <what duplicate work it avoids>` or `// lock-purpose: correctness — <what must happen once>`";
 
 fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
-    for e in ctx.takes().filter(|e| ctx.lock_call(e)) {
+    for e in ctx.acquisitions().filter(|e| ctx.lock_call(e)) {
         if *ctx.lookup(e) != PurposeLookup::None {
             continue;
         }

@@ -4,7 +4,6 @@
 use super::common::{call_label, subject, with_pack_notes, CheckCtx};
 use super::{CheckId, CheckInfo};
 use crate::finding::{Finding, Severity};
-use crate::pack::Role;
 
 pub(super) const INFO: CheckInfo = CheckInfo {
     id: CheckId::ReadThenWriteAcquire,
@@ -21,20 +20,14 @@ const HELP: &str = "acquire in one atomic step that fails when someone else hold
 
 fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
     for write in &ctx.model.events {
-        if write.role != Role::Write || !ctx.lock_call(write) {
-            continue;
-        }
-        // The read of the same key that the write acts on.
-        let Some(read) = ctx.read_before(write) else {
+        // The read of the same key that the write acts on. A shape that is
+        // also data access (GET, SET) counts only on a key that names a
+        // lock, so cache-aside stays silent; a write to a Kubernetes Lease
+        // is a lock write whatever the Lease is called.
+        let Some(read) = ctx.acquiring_write(write) else {
             continue;
         };
-        // A shape that is also data access (GET, SET) counts only on a key
-        // that names a lock, so cache-aside stays silent; a write to a
-        // Kubernetes Lease is a lock write whatever the Lease is called.
         let api = ctx.api(write);
-        if api.needs_lock_name && !(write.lockish || read.lockish) {
-            continue;
-        }
         let finding = ctx
             .finding(
                 CheckId::ReadThenWriteAcquire,

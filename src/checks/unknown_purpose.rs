@@ -80,7 +80,7 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
     }
     // Two different purposes for one acquisition.
     let mut reported = BTreeSet::new();
-    for e in ctx.takes() {
+    for e in ctx.acquisitions() {
         let PurposeLookup::Contradictory { first, second } = ctx.lookup(e) else {
             continue;
         };

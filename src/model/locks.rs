@@ -19,7 +19,7 @@
 use crate::directives::purpose::{lookup, Placement};
 use crate::directives::{Directives, PurposeLookup};
 use crate::finding::Purpose;
-use crate::pack::Role;
+use crate::pack::{PackSet, Role};
 
 use super::{Event, EventId, FileModel, Layer};
 
@@ -50,10 +50,37 @@ fn is_take(e: &Event) -> bool {
 }
 
 impl Locks {
-    pub fn build(model: &FileModel, d: &Directives, default_purpose: Option<Purpose>) -> Locks {
+    /// The read a write `e` follows when the two take a lock between them
+    /// (a read-then-write acquisition): a read of the same key before it
+    /// ([`Locks::read_before`]), on a key that names a lock when the API
+    /// is also data access (`GET`, `SET`); a Kubernetes Lease is a lock
+    /// whatever it is called. Such a write is an acquisition: it states a
+    /// purpose like any other.
+    pub fn acquiring_write<'m>(
+        model: &'m FileModel,
+        packs: &PackSet,
+        e: &Event,
+    ) -> Option<&'m Event> {
+        if e.role != Role::Write || e.through_wrapper() {
+            return None;
+        }
+        let read = Self::read_before(model, e)?;
+        (!packs.api(e.api).needs_lock_name || e.lockish || read.lockish).then_some(read)
+    }
+
+    pub fn build(
+        model: &FileModel,
+        packs: &PackSet,
+        d: &Directives,
+        default_purpose: Option<Purpose>,
+    ) -> Locks {
         let mut locks = Vec::new();
         let mut owner = vec![None; model.events.len()];
-        for e in model.takes() {
+        let writes = model
+            .events
+            .iter()
+            .filter(|e| Self::acquiring_write(model, packs, e).is_some());
+        for e in model.takes().chain(writes) {
             let f = &model.fns[e.func];
             let found = chain_lookup(
                 d,
@@ -85,6 +112,10 @@ impl Locks {
         let mut order: Vec<&Event> = model.events.iter().filter(|e| !is_take(e)).collect();
         order.sort_by_key(|e| e.span.start.offset);
         for e in order {
+            // An acquiring write is a lock of its own.
+            if set.owner[e.id.index()].is_some() {
+                continue;
+            }
             let Some(take) = pair(model, e) else {
                 continue;
             };
