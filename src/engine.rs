@@ -888,10 +888,11 @@ fn forced_panic(path: &str) -> bool {
 /// (`kube::Api<LeaseObject>`, `redis::aio::Connection`), as the pre-filter's
 /// test of a type alias does.
 fn names_a_client_crate(text: &str, packs: &PackSet) -> bool {
-    let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    use crate::words::is_ident_byte;
     packs.crate_names.iter().any(|c| {
         text.match_indices(c.as_str()).any(|(i, _)| {
-            (i == 0 || !ident(text.as_bytes()[i - 1])) && text[i + c.len()..].starts_with("::")
+            (i == 0 || !is_ident_byte(text.as_bytes()[i - 1]))
+                && text[i + c.len()..].starts_with("::")
         })
     })
 }

@@ -63,7 +63,7 @@ pub struct Prefilter {
     crates: Vec<usize>,
     /// A type alias naming one of those crates (`type Api =
     /// kube::Api<Lease>;`), tried only when one of them is a word.
-    client_alias: Option<Regex>,
+    client_alias: Option<regex::bytes::Regex>,
 }
 
 impl Prefilter {
@@ -247,9 +247,7 @@ impl Prefilter {
         }
         // A type alias of a client's type, for the crate's other files.
         let alias = self.client_alias.as_ref()?;
-        if self.crates.iter().any(|&c| seen[c].word || seen[c].ident)
-            && alias.is_match(&String::from_utf8_lossy(bytes))
-        {
+        if self.crates.iter().any(|&c| seen[c].word || seen[c].ident) && alias.is_match(bytes) {
             return Some("type");
         }
         None
@@ -259,7 +257,7 @@ impl Prefilter {
 /// The pattern of a type alias whose type names one of `crates` as a path
 /// segment: `type Api = kube::Api<LeaseObject>;`, `pub(crate) type Conn<'a>
 /// = &'a mut redis::aio::Connection;`.
-fn client_alias(crates: &std::collections::BTreeSet<String>) -> Option<Regex> {
+fn client_alias(crates: &std::collections::BTreeSet<String>) -> Option<regex::bytes::Regex> {
     if crates.is_empty() {
         return None;
     }
@@ -268,7 +266,7 @@ fn client_alias(crates: &std::collections::BTreeSet<String>) -> Option<Regex> {
         r"\btype\s+[A-Za-z_][A-Za-z0-9_]*\s*(?:<[^=;{{}}]*>)?\s*=[^;{{}}]*\b(?:{})::",
         names.join("|")
     );
-    Regex::new(&pattern).ok()
+    regex::bytes::Regex::new(&pattern).ok()
 }
 
 /// Whether the text at `start` begins a word: no identifier character

@@ -113,7 +113,8 @@ impl<'a> CheckCtx<'a> {
     }
 
     /// Every acquisition of the file: the takes, and the writes that take a
-    /// lock after a read ([`Locks::acquiring_write`]), in source order.
+    /// lock after a read ([`crate::model::locks::Lock::read_first`]), in source
+    /// order.
     pub fn acquisitions(&self) -> impl Iterator<Item = &'a Event> {
         let mut all: Vec<&'a Event> = self
             .locks
@@ -123,12 +124,6 @@ impl<'a> CheckCtx<'a> {
             .collect();
         all.sort_by_key(|e| e.span.start.offset);
         all.into_iter()
-    }
-
-    /// The read before a write `e` that takes a lock (see
-    /// [`Locks::acquiring_write`]).
-    pub fn acquiring_write(&self, e: &Event) -> Option<&'a Event> {
-        Locks::acquiring_write(self.model, self.packs, e)
     }
 
     /// The read a write of `e`'s key follows (see [`Locks::read_before`]).

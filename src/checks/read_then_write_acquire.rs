@@ -19,14 +19,15 @@ pub(super) const INFO: CheckInfo = CheckInfo {
 const HELP: &str = "acquire in one atomic step that fails when someone else holds the lock (a create-if-absent or compare-and-set on the server), and check its reply";
 
 fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
-    for write in &ctx.model.events {
-        // The read of the same key that the write acts on. A shape that is
-        // also data access (GET, SET) counts only on a key that names a
-        // lock, so cache-aside stays silent; a write to a Kubernetes Lease
-        // is a lock write whatever the Lease is called.
-        let Some(read) = ctx.acquiring_write(write) else {
+    // The locks taken by a write after a read of the same key, paired once
+    // by the model (a shape that is also data access, GET or SET, only on
+    // a key that names a lock, so cache-aside stays silent; a write to a
+    // Kubernetes Lease whatever the Lease is called).
+    for lock in &ctx.locks.locks {
+        let Some(read) = lock.read_first else {
             continue;
         };
+        let (write, read) = (&ctx.model.events[lock.take], &ctx.model.events[read]);
         let api = ctx.api(write);
         let finding = ctx
             .finding(

@@ -27,6 +27,9 @@ use super::{Event, EventId, FileModel, Layer};
 #[derive(Debug, Clone)]
 pub struct Lock {
     pub take: EventId,
+    /// For a lock taken by a read and then a write (the take is the
+    /// write): the read (see `Locks::acquiring_write`).
+    pub read_first: Option<EventId>,
     /// Where its `lock-purpose:` annotation was found, if anywhere.
     pub lookup: PurposeLookup,
     pub releases: Vec<EventId>,
@@ -56,11 +59,7 @@ impl Locks {
     /// is also data access (`GET`, `SET`); a Kubernetes Lease is a lock
     /// whatever it is called. Such a write is an acquisition: it states a
     /// purpose like any other.
-    pub fn acquiring_write<'m>(
-        model: &'m FileModel,
-        packs: &PackSet,
-        e: &Event,
-    ) -> Option<&'m Event> {
+    fn acquiring_write<'m>(model: &'m FileModel, packs: &PackSet, e: &Event) -> Option<&'m Event> {
         if e.role != Role::Write || e.through_wrapper() {
             return None;
         }
@@ -76,11 +75,12 @@ impl Locks {
     ) -> Locks {
         let mut locks = Vec::new();
         let mut owner = vec![None; model.events.len()];
+        let takes = model.takes().map(|e| (e, None));
         let writes = model
             .events
             .iter()
-            .filter(|e| Self::acquiring_write(model, packs, e).is_some());
-        for e in model.takes().chain(writes) {
+            .filter_map(|e| Some((e, Some(Self::acquiring_write(model, packs, e)?.id))));
+        for (e, read_first) in takes.chain(writes) {
             let f = &model.fns[e.func];
             let found = chain_lookup(
                 d,
@@ -96,6 +96,7 @@ impl Locks {
             owner[e.id.index()] = Some(locks.len());
             locks.push(Lock {
                 take: e.id,
+                read_first,
                 lookup: found,
                 releases: Vec::new(),
                 renewals: Vec::new(),
