@@ -44,7 +44,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::engine::{Cross, Engine, FileOutcome};
-use crate::model::{SiteReport, Wrapper};
+use crate::model::{CalledElsewhere, SiteReport, Wrapper};
 use crate::words::FileWords;
 
 /// One audited file, as the audit keeps it.
@@ -859,7 +859,7 @@ fn outcome_size(out: &FileOutcome) -> usize {
 fn given_key(
     file: &Audited,
     given: &Given,
-    called: &HashSet<String>,
+    called: &CalledElsewhere,
     reaching: Option<&Reaching>,
 ) -> u64 {
     use std::hash::{Hash, Hasher};
@@ -868,8 +868,11 @@ fn given_key(
         v.sort_by(|a, b| a.0.cmp(b.0));
         format!("{v:?}")
     }
-    let mut called: Vec<&String> = called.iter().collect();
-    called.sort();
+    let sorted_set = |s: &HashSet<String>| {
+        let mut v: Vec<&String> = s.iter().collect();
+        v.sort();
+        format!("{v:?}")
+    };
     let mut h = std::collections::hash_map::DefaultHasher::new();
     // The scope (its config) and the name the file is shown by, too.
     (file.scope, &file.shown).hash(&mut h);
@@ -877,7 +880,8 @@ fn given_key(
     sorted(&given.texts).hash(&mut h);
     sorted(&given.types).hash(&mut h);
     sorted(&given.aliases).hash(&mut h);
-    format!("{called:?}").hash(&mut h);
+    sorted_set(&called.called).hash(&mut h);
+    sorted_set(&called.held).hash(&mut h);
     reaching.map(sorted).hash(&mut h);
     h.finish()
 }
@@ -1171,7 +1175,7 @@ fn follow_wrappers(
         // Pass 1: the files that reach an offer, each audited knowing what
         // it reaches (and nothing else: what a file is given is bounded by
         // what it says).
-        let none = HashSet::new();
+        let none = CalledElsewhere::default();
         let redone: Vec<Redone> = pool.install(|| {
             (0..files.len())
                 .into_par_iter()
@@ -1263,18 +1267,25 @@ fn follow_wrappers(
     if by_crate.is_empty() {
         return;
     }
-    // Which wrappers the callers used, per defining file.
-    let mut called: HashMap<usize, HashSet<String>> = HashMap::new();
+    // Which wrappers the callers used, per defining file, and which of
+    // them some call holds the outcome of.
+    let mut called: HashMap<usize, CalledElsewhere> = HashMap::new();
     for i in imported.keys() {
         let Some(offers) = by_crate.get(&crate_of[*i]) else {
             continue;
         };
         let aliases = &imported[i].aliases;
-        for name in &files[*i].outcome.wrappers_called {
-            let name = aliases.get(name).unwrap_or(name);
-            if let Some((def, _)) = offers.wrappers.get(name) {
+        let out = &files[*i].outcome;
+        let held: HashSet<&String> = out.wrappers_held.iter().collect();
+        for name in &out.wrappers_called {
+            let defined = aliases.get(name).unwrap_or(name);
+            if let Some((def, _)) = offers.wrappers.get(defined) {
                 if def != i {
-                    called.entry(*def).or_default().insert(name.clone());
+                    let c = called.entry(*def).or_default();
+                    c.called.insert(defined.clone());
+                    if held.contains(name) {
+                        c.held.insert(defined.clone());
+                    }
                 }
             }
         }
@@ -1296,7 +1307,7 @@ fn follow_wrappers(
     let no_sites = Reaching::new();
     // Pass 2: the defining files, their wrappers' inner calls relayed to
     // the callers and reached from them.
-    let mut defining: Vec<(usize, HashSet<String>)> = called.into_iter().collect();
+    let mut defining: Vec<(usize, CalledElsewhere)> = called.into_iter().collect();
     defining.sort_by_key(|(i, _)| *i);
     let redone: Vec<(usize, FileOutcome)> = pool.install(|| {
         defining

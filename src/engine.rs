@@ -117,7 +117,7 @@ pub struct Cross<'a> {
     /// Their wrappers, by name.
     pub imported: &'a std::collections::HashMap<String, crate::model::Wrapper>,
     /// This file's wrappers that they call.
-    pub called_elsewhere: &'a std::collections::HashSet<String>,
+    pub called_elsewhere: &'a crate::model::CalledElsewhere,
     /// Statement texts they keep under a name this file uses.
     pub texts: &'a std::collections::HashMap<String, Vec<String>>,
     /// Type aliases they define under a name this file uses.
@@ -141,6 +141,9 @@ pub struct FileOutcome {
     pub wrappers: Vec<(String, crate::model::Wrapper)>,
     /// The wrappers it calls, by name.
     pub wrappers_called: Vec<String>,
+    /// Those of them some call holds the outcome of (not only the tail of
+    /// a closure or `async` block).
+    pub wrappers_held: Vec<String>,
     /// Statement texts its constants and functions hold, by name.
     pub texts: Vec<(String, Vec<String>)>,
     /// Its type aliases, by name.
@@ -488,6 +491,7 @@ impl Engine<'_> {
         out.locks = locks;
         out.wrappers = model.wrappers.clone();
         out.wrappers_called = model.wrappers_called.clone();
+        out.wrappers_held = model.wrappers_held.clone();
         out.texts = model.texts.clone();
         out.type_aliases = model.type_aliases.clone();
         out.client_types = model
@@ -511,7 +515,7 @@ impl Engine<'_> {
     pub fn judge_as_definer(
         &self,
         facts: &FileFacts,
-        called_elsewhere: &std::collections::HashSet<String>,
+        called_elsewhere: &crate::model::CalledElsewhere,
         reached_from: &std::collections::HashMap<String, Vec<crate::model::SiteReport>>,
         inventory: bool,
     ) -> Option<FileOutcome> {

@@ -39,7 +39,10 @@
 //!   covers the calls in every file; a wrapper's own defects and a missing
 //!   purpose stand at its lock call; what a caller does with the outcome
 //!   stands at the caller; helpers that hand the outcome back through a
-//!   `match` or an `Option`, and a campaign spawned on its own task;
+//!   `match` or an `Option`, and a campaign spawned on its own task; a
+//!   wrapper every file calls only from a future (a quorum's tries) is
+//!   judged at its lock call, one some file holds the outcome of at that
+//!   call;
 //! - `lock-crate`: a lock client's own layers are one lock, at the backend
 //!   call.
 //! - `tests-excluded`: the config's `"#[cfg(test)]"` exclude leaves out

@@ -286,7 +286,7 @@ fn check_one(ctx: &CheckCtx, a: &Event, out: &mut Vec<Finding>) {
         );
     }
     if a.outcome_escapes {
-        finding = finding.note("every call of the wrapper here hands the outcome to a closure or an `async` block, which runs where the code does not show: the lock is judged where its outcome is last seen");
+        finding = finding.note("every call of the wrapper hands the outcome to a closure or an `async` block, which runs where the code does not show: the lock is judged where its outcome is last seen");
     }
     if effects == 0 && kind != TokenKind::Monotonic {
         finding = finding.note("no effect of the critical section is visible here; wherever the work happens, nothing can reject a stale holder");

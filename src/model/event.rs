@@ -1,7 +1,7 @@
 //! The lock events of one file: what the checks read. Built once per file by
 //! `extract.rs`; no syn types survive into it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use crate::finding::Purpose;
 use crate::pack::{ApiRef, Role};
@@ -274,6 +274,16 @@ pub struct SiteRef {
     pub key: Option<String>,
 }
 
+/// A file's wrappers that other files of its crate call, by key.
+#[derive(Debug, Clone, Default)]
+pub struct CalledElsewhere {
+    /// Those some other file calls.
+    pub called: HashSet<String>,
+    /// Those a call of another file holds the outcome of ([`Event::escapes`]
+    /// is false there): the outcome is used, fenced or dropped at that call.
+    pub held: HashSet<String>,
+}
+
 /// The call sites that reach a lock call inside a wrapper.
 #[derive(Debug, Clone, Default)]
 pub struct Reached {
@@ -473,6 +483,9 @@ pub struct FileModel {
     pub wrappers: Vec<(String, Wrapper)>,
     /// Names of wrappers this file calls (its own and other files').
     pub wrappers_called: Vec<String>,
+    /// Those of them some call holds the outcome of: not only the tail of
+    /// a closure or `async` block, which hands it to whatever runs it.
+    pub wrappers_held: Vec<String>,
     /// Statement texts (SQL, Lua) its constants and functions hold, by
     /// name, for the other files of the crate.
     pub texts: Vec<(String, Vec<String>)>,

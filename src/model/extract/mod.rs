@@ -57,7 +57,7 @@ pub struct Options<'a> {
     pub imported: Option<&'a HashMap<String, Wrapper>>,
     /// This file's wrappers that other files of the crate call: their
     /// inner calls are reported at those calls, not again here.
-    pub called_elsewhere: Option<&'a HashSet<String>>,
+    pub called_elsewhere: Option<&'a CalledElsewhere>,
     /// Statement text (SQL, Lua) other files of the crate keep in a
     /// constant or return from a function, by name.
     pub imported_texts: Option<&'a HashMap<String, Vec<String>>>,
@@ -199,7 +199,7 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
                 .collect()
         })
         .unwrap_or_default();
-    let empty = HashSet::new();
+    let empty = CalledElsewhere::default();
     let called_elsewhere = opts.called_elsewhere.unwrap_or(&empty);
     let mut wrappers: HashMap<String, Wrapper> = imported.clone();
     let mut pass = 0;
@@ -422,11 +422,12 @@ fn run<'ast>(
     returned: &HashMap<String, Builder<'ast>>,
     known: &KnownStrings,
     wrappers: &HashMap<String, Wrapper>,
-    called_elsewhere: &HashSet<String>,
+    called_elsewhere: &CalledElsewhere,
 ) -> Walked<'ast> {
     let mut model = FileModel::default();
     let mut learned = KnownStrings::default();
     let mut called = HashSet::new();
+    let mut held = HashSet::new();
     let wrapper_methods = wrapper_methods(wrappers);
     let mut found: HashMap<String, Option<Wrapper>> = HashMap::new();
     let mut dead = HashSet::new();
@@ -471,6 +472,7 @@ fn run<'ast>(
             wrappers,
             wrapper_methods: &wrapper_methods,
             wrappers_called: &mut called,
+            wrappers_held: &mut held,
             returned_exprs: Vec::new(),
             returned_events: Vec::new(),
             returned_guards: Vec::new(),
@@ -558,6 +560,7 @@ fn run<'ast>(
         model: Box::default(),
         keys,
         called,
+        held,
         inner_only,
         dead,
     };
@@ -588,6 +591,8 @@ pub struct Unrelayed {
     keys: Vec<(String, Wrapper)>,
     /// The wrappers the file calls itself.
     called: HashSet<String>,
+    /// Those of them a call holds the outcome of.
+    held: HashSet<String>,
     /// Events made only as a wrapper's inner call.
     inner_only: HashSet<EventId>,
     /// Events the walk found dead.
@@ -597,19 +602,13 @@ pub struct Unrelayed {
 /// The calls a wrapper of this file hands back know it. When it is called
 /// (in this file, or, per `called_elsewhere`, in another file of the
 /// crate) they are relayed: their own defects are reported here, what is
-/// done with their outcome where the wrapper is called.
-fn relay(mut model: FileModel, u: &Unrelayed, called_elsewhere: &HashSet<String>) -> FileModel {
+/// done with their outcome where the wrapper is called. A wrapper whose
+/// every call lets the outcome escape into a closure or future (in this
+/// file and in the others) has its lock call judged for that outcome too
+/// ([`Event::outcome_escapes`]).
+fn relay(mut model: FileModel, u: &Unrelayed, elsewhere: &CalledElsewhere) -> FileModel {
+    let called_elsewhere = &elsewhere.called;
     let mut dead = u.dead.clone();
-    // The wrappers of this file some call in it holds the outcome of: one
-    // whose outcome escapes into a closure or future does not.
-    let held: HashSet<String> = model
-        .events
-        .iter()
-        .filter(|e| !e.escapes)
-        .flat_map(|e| &e.direct)
-        .filter(|o| o.file.is_none())
-        .map(|o| o.key.clone())
-        .collect();
     let mut handed: Vec<(EventId, String, bool)> = Vec::new();
     for (key, w) in &u.keys {
         let is_called = u.called.contains(key) || called_elsewhere.contains(key);
@@ -641,7 +640,7 @@ fn relay(mut model: FileModel, u: &Unrelayed, called_elsewhere: &HashSet<String>
             dead.remove(&e);
         }
         let ev = &mut model.events[e];
-        ev.outcome_escapes = is_called && !held.contains(&key) && !called_elsewhere.contains(&key);
+        ev.outcome_escapes = is_called && !u.held.contains(&key) && !elsewhere.held.contains(&key);
         ev.handed_by = Some(key);
         ev.relayed = is_called;
     }
@@ -649,6 +648,8 @@ fn relay(mut model: FileModel, u: &Unrelayed, called_elsewhere: &HashSet<String>
     remove_dead(&mut model, &dead);
     model.wrappers_called = u.called.iter().cloned().collect();
     model.wrappers_called.sort();
+    model.wrappers_held = u.held.iter().cloned().collect();
+    model.wrappers_held.sort();
     for f in &mut model.fns {
         f.events.sort_by_key(|&i| model.events[i].span.start.offset);
     }
@@ -658,7 +659,7 @@ fn relay(mut model: FileModel, u: &Unrelayed, called_elsewhere: &HashSet<String>
 /// The model of a file that defines wrappers, relayed again knowing which
 /// of them other files of the crate call: the walk is not redone. `None`
 /// for a file that defines none.
-pub fn relayed_again(model: &FileModel, called_elsewhere: &HashSet<String>) -> Option<FileModel> {
+pub fn relayed_again(model: &FileModel, called_elsewhere: &CalledElsewhere) -> Option<FileModel> {
     let u = model.unrelayed.as_deref()?;
     let mut again = relay((*u.model).clone(), u, called_elsewhere);
     again.wrappers = model.wrappers.clone();

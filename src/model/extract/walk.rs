@@ -54,6 +54,9 @@ pub(super) struct Walker<'a, 'c, 'ast> {
     /// The keys of the wrappers that are methods, by method name.
     pub wrapper_methods: &'a HashMap<String, Vec<String>>,
     pub wrappers_called: &'a mut HashSet<String>,
+    /// Those of them called here other than as the tail of a closure or
+    /// `async` block ([`Self::escaping`]): the call holds the outcome.
+    pub wrappers_held: &'a mut HashSet<String>,
     /// Identifiers of the values this function hands back.
     pub returned_exprs: Vec<&'ast Expr>,
     /// Events made on a value this function hands back.

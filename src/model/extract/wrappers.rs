@@ -205,6 +205,9 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
             layers.extend(inner.layers.iter().copied());
             (layers, inner.chain_purpose)
         };
+        // The call is the tail of a closure or `async` block: the outcome is
+        // handed to whatever runs it, not held here.
+        let escapes = self.escaping.contains(&(top as *const Expr));
         // Several implementations that agree: the call is the trait's, and
         // each of them is called (each lock call is reached from here).
         if via.is_some() {
@@ -214,6 +217,9 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 // trait with thousands of agreeing implementations).
                 if other.via_trait == via && direct.len() < MAX_TARGETS {
                     self.wrappers_called.insert(k.clone());
+                    if !escapes {
+                        self.wrappers_held.insert(k.clone());
+                    }
                     if k != &name {
                         targets.extend(other.targets.iter().cloned());
                         direct.push(direct_of(other));
@@ -316,9 +322,9 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         ev.relayed = false;
         ev.reached = None;
         ev.token_dropped = ev.token_dropped || w.flag_only;
-        // Only a wrapper of this file: its lock call, judged instead, is
-        // here (another file's is judged at its calls, as before).
-        ev.escapes = !w.imported && self.escaping.contains(&(top as *const Expr));
+        // Its lock call, judged instead, is in the wrapper's file when no
+        // call there or elsewhere holds the outcome.
+        ev.escapes = escapes;
         // Named as defined, whatever name the file imports it under.
         let own = &w.name;
         let called = match (&w.owner, &w.module) {
@@ -388,6 +394,9 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
         // lock's key: a call reading anything else (a cache's `get`) does
         // not make the helper's file a definer its callers reach.
         if ev_role != Role::Read || ev_lockish {
+            if !escapes {
+                self.wrappers_held.insert(name.clone());
+            }
             self.wrappers_called.insert(name);
         }
         self.model.fns[self.f].events.push(id);
