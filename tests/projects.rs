@@ -42,7 +42,8 @@
 //!   `match` or an `Option`, and a campaign spawned on its own task; a
 //!   wrapper every file calls only from a future (a quorum's tries) is
 //!   judged at its lock call, one some file holds the outcome of at that
-//!   call;
+//!   call; a MySQL election that returns the row it reads back after its
+//!   upsert hands the upsert to its callers;
 //! - `lock-crate`: a lock client's own layers are one lock, at the backend
 //!   call.
 //! - `tests-excluded`: the config's `"#[cfg(test)]"` exclude leaves out

@@ -447,6 +447,22 @@ impl PackSet {
         &self.packs[r.pack]
     }
 
+    /// Whether two APIs say the same of a lock: one backend, role, result,
+    /// token and consensus (the SQLite and the MySQL spelling of one lease
+    /// upsert). A finding about either reads the same.
+    pub fn same_lock_api(&self, a: ApiRef, b: ApiRef) -> bool {
+        if a == b {
+            return true;
+        }
+        let (x, y) = (self.api(a), self.api(b));
+        self.pack(a).backend == self.pack(b).backend
+            && x.role == y.role
+            && x.result == y.result
+            && x.consensus == y.consensus
+            && x.atomic == y.atomic
+            && x.token.as_ref().map(|t| t.kind) == y.token.as_ref().map(|t| t.kind)
+    }
+
     /// What to write instead, for a finding of `check` about the API `r`:
     /// the API's help for that check, else its help for every check, else
     /// the pack's help for that check. `None`: the check's neutral help.

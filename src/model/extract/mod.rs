@@ -765,8 +765,47 @@ fn passed_on(w: &Walker, item: &FnItem) -> Option<Wrapper> {
             names.iter().any(|b| returned_mentions.contains(b)) || decides_return(e, &names)
         })
         .collect();
+    let handed = with_take_read_back(w, f, handed);
     let e = *handed.first()?;
     Some(wrapper_of(e, &handed, item))
+}
+
+/// A function that takes a lock, lets the reply go and hands back a read
+/// of the key it just took (a MySQL lease upsert, then `SELECT holder ..
+/// WHERE service = ?` returned, as MySQL has no `RETURNING`): the read
+/// says whether the take won, so the take is what it hands back, first.
+fn with_take_read_back<'m>(
+    w: &'m Walker,
+    f: &crate::model::FnModel,
+    mut handed: Vec<&'m Event>,
+) -> Vec<&'m Event> {
+    use crate::pack::Role;
+    let is_take = |e: &Event| matches!(e.role, Role::Acquire | Role::TryAcquire);
+    if handed.iter().any(|e| is_take(e)) {
+        return handed;
+    }
+    let Some(read) = handed.iter().find(|e| e.role == Role::Read) else {
+        return handed;
+    };
+    let Some(key) = read.key.as_ref() else {
+        return handed;
+    };
+    let packs = w.cx.packs;
+    let take = f.events.iter().map(|&i| &w.model.events[i]).rfind(|t| {
+        is_take(t)
+            && !t.through_wrapper()
+            && t.span.end.offset <= read.span.start.offset
+            && t.key.as_ref().is_some_and(|k| k.norm == key.norm)
+            && packs.pack(t.api).backend == packs.pack(read.api).backend
+            && matches!(
+                t.result,
+                ResultUse::Propagated | ResultUse::Discarded { .. }
+            )
+    });
+    if let Some(t) = take {
+        handed.insert(0, t);
+    }
+    handed
 }
 
 /// The wrapper `item` is, around the call `e` (and the others whose

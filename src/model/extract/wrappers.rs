@@ -57,9 +57,10 @@ impl<'a, 'c, 'ast> Walker<'a, 'c, 'ast> {
                 // sets an expiry, what they hand back, where the key comes
                 // from).
                 let first = &self.wrappers[*through.first()?];
+                let packs = self.cx.packs;
                 let agree = through.iter().all(|k| {
                     let w = &self.wrappers[*k];
-                    w.inner.api == first.inner.api
+                    packs.same_lock_api(w.inner.api, first.inner.api)
                         && std::mem::discriminant(&w.inner.expiry)
                             == std::mem::discriminant(&first.inner.expiry)
                         && w.flag_only == first.flag_only
