@@ -61,6 +61,41 @@ pub struct Audited {
     /// later round may do so again). Before that its text is in the facts
     /// its audit kept, if any, or read when needed.
     pub bytes: Option<Arc<[u8]>>,
+    /// What its first audit already knew of its crate (an editor
+    /// session's file, audited knowing what the crate gave it at the
+    /// previous edit): the passes audit it again only when the crate now
+    /// gives it anything else.
+    pub assumed: Option<Assumed>,
+}
+
+/// What a file was given by its crate at an earlier run of an editor
+/// session ([`FirstAudits::assumed`]), to audit it knowing that at once.
+#[derive(Clone)]
+pub struct Assumed(Given);
+
+impl Assumed {
+    /// What an engine's audit is told of the crate.
+    pub fn cross(&self) -> Cross<'_> {
+        Cross {
+            imported: &self.0.wrappers,
+            called_elsewhere: empty_called(),
+            texts: &self.0.texts,
+            types: Some(&self.0.types),
+            reached_from: None,
+        }
+    }
+
+    /// Whether it gives the file anything: else the first audit is the
+    /// plain one.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// No wrapper called elsewhere.
+fn empty_called() -> &'static CalledElsewhere {
+    static NONE: std::sync::OnceLock<CalledElsewhere> = std::sync::OnceLock::new();
+    NONE.get_or_init(CalledElsewhere::default)
 }
 
 impl Audited {
@@ -72,8 +107,34 @@ impl Audited {
             shown,
             words: outcome.words.take(),
             bytes: None,
+            assumed: None,
             outcome,
         }
+    }
+
+    /// An editor's buffer `bytes` of the file at `path`, audited first:
+    /// knowing what its crate gave it at the previous edit, when the
+    /// session kept that ([`FirstAudits::assumed`]), so that the passes
+    /// audit it again only when the crate now gives it something else.
+    /// Its words are taken, as the session reuses them across edits.
+    pub fn edited(
+        engine: &Engine<'_>,
+        path: PathBuf,
+        shown: &str,
+        bytes: &[u8],
+        first_audits: Option<&FirstAudits>,
+    ) -> Audited {
+        let assumed = first_audits.and_then(|c| c.assumed(&path, 0));
+        let outcome = match &assumed {
+            Some(a) => engine
+                .with_prefilter(None)
+                .keeping_words(true)
+                .check_bytes_with(shown, bytes, false, Some(&a.cross())),
+            None => engine.keeping_words(true).check_bytes(shown, bytes, false),
+        };
+        let mut file = Audited::new(path, 0, shown.to_string(), outcome);
+        file.assumed = assumed;
+        file
     }
 
     /// Its bytes: kept, or in the facts its audit kept, or read.
@@ -406,6 +467,23 @@ impl Given {
     fn is_empty(&self) -> bool {
         self.wrappers.is_empty() && self.texts.is_empty() && self.types.is_empty()
     }
+
+    /// Whether it gives exactly what `other` gives: the names and what
+    /// stands behind them (a wrapper whose purpose or key changed, a text
+    /// edited). Names alone tell rounds of one run apart; an earlier run's
+    /// gift may differ behind the same names.
+    fn same_as(&self, other: &Given) -> bool {
+        fn sorted<V: std::fmt::Debug>(m: &HashMap<String, V>) -> String {
+            let mut v: Vec<(&String, &V)> = m.iter().collect();
+            v.sort_by(|a, b| a.0.cmp(b.0));
+            format!("{v:?}")
+        }
+        self.same_names(other)
+            && sorted(&self.wrappers) == sorted(&other.wrappers)
+            && sorted(&self.texts) == sorted(&other.texts)
+            && sorted(&self.types) == sorted(&other.types)
+            && sorted(&self.aliases) == sorted(&other.aliases)
+    }
 }
 
 /// (crate, name) → each file offering it, with what it offers.
@@ -675,7 +753,10 @@ pub struct FirstAudits {
     /// What each of those files names (its scan), under the stamp the file
     /// had before it was read.
     scans: std::sync::Mutex<Bounded<PathBuf, KeptScanOf>>,
-    /// Most bytes each of the three keeps (an estimate of what its entries
+    /// What the crate gave each file the session edits, by path and scope,
+    /// at its last run: the next edit's first audit knows it at once.
+    assumed: std::sync::Mutex<Bounded<(PathBuf, usize), Given>>,
+    /// Most bytes each of the four keeps (an estimate of what its entries
     /// hold): a session in a crate of many large files forgets and starts
     /// again rather than grow without end.
     max_bytes: usize,
@@ -770,6 +851,7 @@ impl FirstAudits {
             kept: Default::default(),
             again: Default::default(),
             scans: Default::default(),
+            assumed: Default::default(),
             max_bytes,
         }
     }
@@ -824,6 +906,35 @@ impl FirstAudits {
         };
         let size = s.size();
         kept.insert(path.to_path_buf(), (before, s), size, self.max_bytes);
+    }
+
+    /// What the crate gave the file at `path` (in `scope`) at its last
+    /// run, if anything.
+    pub fn assumed(&self, path: &Path, scope: usize) -> Option<Assumed> {
+        let kept = self.assumed.lock().ok()?;
+        let given = kept.get(&(path.to_path_buf(), scope))?;
+        (!given.is_empty()).then(|| Assumed(given.clone()))
+    }
+
+    fn put_assumed(&self, path: &Path, scope: usize, given: &Given) {
+        let Ok(mut kept) = self.assumed.lock() else {
+            return;
+        };
+        let size = ENTRY_COST
+            + given.wrappers.len() * 4 * ENTRY_COST
+            + given
+                .texts
+                .values()
+                .flatten()
+                .map(|t| t.len() + ENTRY_COST)
+                .sum::<usize>()
+            + (given.types.len() + given.aliases.len()) * ENTRY_COST;
+        kept.insert(
+            (path.to_path_buf(), scope),
+            given.clone(),
+            size,
+            self.max_bytes,
+        );
     }
 
     fn put(&self, stamp: Stamp, a: &Audited) {
@@ -994,7 +1105,9 @@ pub fn crate_passes(
     for (i, words) in taken {
         files[i].words = words;
     }
-    if needed(files) {
+    // A file audited knowing what an earlier run's crate gave it is
+    // checked against what the crate gives it now.
+    if needed(files) || files.iter().any(|f| f.assumed.is_some()) {
         follow_wrappers(files, walked, &crate_of, pool, inventory, sources);
         follow_calls(files, walked, &crate_of, pool, inventory, sources);
     }
@@ -1098,16 +1211,58 @@ fn follow_wrappers(
     inventory: bool,
     sources: &Sources,
 ) {
-    use rayon::prelude::*;
-    let engine = sources.engine;
     // An editor session's audits of the crate's other files, by what they
     // were given (an inventory run keeps nothing).
     let cache = sources.first_audits.filter(|_| !inventory);
-    if !files.iter().any(|f| f.outcome.offers()) {
-        return;
-    }
-    // What each file was last audited knowing.
+    // What each file was last audited knowing: an edited file's first
+    // audit may already have known what the crate gave it last time.
     let mut imported: HashMap<usize, Given> = HashMap::new();
+    let mut pending: HashMap<usize, Given> = HashMap::new();
+    for (i, f) in files.iter_mut().enumerate().take(walked) {
+        if let Some(Assumed(given)) = f.assumed.take() {
+            imported.insert(i, given.clone());
+            pending.insert(i, given);
+        }
+    }
+    if files.iter().any(|f| f.outcome.offers()) || !pending.is_empty() {
+        offer_wrappers(
+            files,
+            walked,
+            crate_of,
+            pool,
+            inventory,
+            sources,
+            &mut imported,
+            pending,
+        );
+    }
+    // What each edited file was given, for its next edit's first audit.
+    if let Some(c) = cache {
+        let none = Given::default();
+        for (i, f) in files.iter().enumerate().take(walked) {
+            c.put_assumed(&f.path, f.scope, imported.get(&i).unwrap_or(&none));
+        }
+    }
+}
+
+/// [`follow_wrappers`]' rounds, knowing what each file was last audited
+/// knowing (`imported`) and which of those an earlier run assumed
+/// (`pending`): those are checked in the first round, whatever they say.
+#[allow(clippy::too_many_arguments)]
+fn offer_wrappers(
+    files: &mut [Audited],
+    walked: usize,
+    crate_of: &[PathBuf],
+    pool: &rayon::ThreadPool,
+    inventory: bool,
+    sources: &Sources,
+    imported: &mut HashMap<usize, Given>,
+    mut pending: HashMap<usize, Given>,
+) {
+    use rayon::prelude::*;
+    let engine = sources.engine;
+    let cache = sources.first_audits.filter(|_| !inventory);
+    let no_offers = Offers::default();
     let mut seen: HashSet<(PathBuf, String)> = HashSet::new();
     let mut by_crate = ByCrate::new();
     for _ in 0..MAX_ROUNDS {
@@ -1129,7 +1284,7 @@ fn follow_wrappers(
             })
             .filter(|(_, names)| !names.is_empty())
             .collect();
-        if fresh.is_empty() {
+        if fresh.is_empty() && pending.is_empty() {
             by_crate = next;
             break;
         }
@@ -1181,8 +1336,12 @@ fn follow_wrappers(
                 .into_par_iter()
                 .filter_map(|i| {
                     let root = &crate_of[i];
-                    let (names, reach) = needles.get(root)?;
-                    let offers = next.get(root)?;
+                    let assumed = pending.get(&i);
+                    let offers = match (next.get(root), assumed) {
+                        (Some(o), _) => o,
+                        (None, Some(_)) => &no_offers,
+                        (None, None) => return None,
+                    };
                     let f = &files[i];
                     let api_names = &engine(f.scope).packs.call_names;
                     // Taken before the read: a file that changes while it
@@ -1192,9 +1351,14 @@ fn follow_wrappers(
                     // (from its first audit, or taken before the passes):
                     // most files are never read again. One that could not
                     // be read has none, and nothing to be given.
-                    let words = f.words.as_ref()?;
-                    if !names.in_words(words) || !reach.in_words(words) {
-                        return None;
+                    // A file audited knowing an earlier run's gift is
+                    // asked what it reaches now, whatever its words say.
+                    if assumed.is_none() {
+                        let (names, reach) = needles.get(root)?;
+                        let words = f.words.as_ref()?;
+                        if !names.in_words(words) || !reach.in_words(words) {
+                            return None;
+                        }
                     }
                     let mut bytes: Option<Arc<[u8]>> = None;
                     // An editor session's file unchanged since its scan
@@ -1215,9 +1379,10 @@ fn follow_wrappers(
                             given
                         }
                     };
-                    let same = match imported.get(&i) {
-                        Some(before) => given.same_names(before),
-                        None => given.is_empty(),
+                    let same = match (assumed, imported.get(&i)) {
+                        (Some(before), _) => given.same_as(before),
+                        (None, Some(before)) => given.same_names(before),
+                        (None, None) => given.is_empty(),
                     };
                     if same {
                         return None;
@@ -1251,6 +1416,8 @@ fn follow_wrappers(
         for (root, names) in &fresh {
             seen.extend(names.iter().map(|n| ((*root).clone(), n.to_string())));
         }
+        // What an earlier run assumed is checked in the first round only.
+        pending.clear();
         by_crate = next;
         if redone.is_empty() {
             break;
@@ -1740,6 +1907,20 @@ mod tests {
         kept: &super::FirstAudits,
         on_read: &(dyn Fn(&std::path::Path) + Sync),
     ) -> Vec<String> {
+        session_findings(dir, edited, listing, engine, kept, on_read, false)
+    }
+
+    /// [`session_run`], with each finding whole (line, check, message)
+    /// when `whole`.
+    fn session_findings(
+        dir: &std::path::Path,
+        edited: &str,
+        listing: &[(String, std::path::PathBuf)],
+        engine: crate::engine::Engine,
+        kept: &super::FirstAudits,
+        on_read: &(dyn Fn(&std::path::Path) + Sync),
+        whole: bool,
+    ) -> Vec<String> {
         use std::path::Path;
         use std::sync::Arc;
         let first = engine.keeping_words(true);
@@ -1763,12 +1944,12 @@ mod tests {
             partial: true,
             first_audits: Some(kept),
         };
-        let out = first.check_bytes("src/jobs.rs", edited.as_bytes(), false);
-        let mut files = vec![super::Audited::new(
+        let mut files = vec![super::Audited::edited(
+            &engine,
             dir.join("src/jobs.rs"),
-            0,
-            "src/jobs.rs".into(),
-            out,
+            "src/jobs.rs",
+            edited.as_bytes(),
+            Some(kept),
         )];
         let pool = crate::parse::pool(Some(1)).unwrap();
         super::crate_passes(&mut files, dir, &pool, false, &sources);
@@ -1776,7 +1957,13 @@ mod tests {
             .outcome
             .findings
             .iter()
-            .map(|f| f.check.as_str().to_string())
+            .map(|f| {
+                if whole {
+                    format!("{} {}: {}", f.span.start.line, f.check.as_str(), f.message)
+                } else {
+                    f.check.as_str().to_string()
+                }
+            })
             .collect()
     }
 
@@ -1955,9 +2142,83 @@ mod tests {
             checks.iter().any(|c| c == "ignored-acquire-result"),
             "{checks:?}"
         );
-        let (parses, again) = run(calling);
-        assert_eq!(parses, 2, "the edited file's two audits only");
-        assert_eq!(again, checks);
+        // Edited again, it is audited once, knowing at once what the crate
+        // gave it at the previous edit, which the crate still gives.
+        for _ in 0..2 {
+            let (parses, again) = run(calling);
+            assert_eq!(parses, 1, "the edited file's one audit only");
+            assert_eq!(again, checks);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// What an edited file's first audit assumes its crate gives it (what
+    /// it gave at the previous edit) never outlives a change: when the
+    /// wrapper changes behind the same name, is renamed, or the edited
+    /// file stops calling it, the findings are those of a session that
+    /// assumed nothing.
+    #[test]
+    fn an_assumed_gift_is_checked_against_the_crate() {
+        use crate::config::Settings;
+        use crate::engine::Engine;
+        use crate::pack::PackSet;
+
+        let (dir, listing) = wrapper_and_caller("assumed");
+        let packs = PackSet::builtin();
+        let settings = Settings::default();
+        let engine = Engine::new(&packs, &settings);
+        let kept = super::FirstAudits::default();
+        let calling = "use crate::locks::acquire_lock;\npub async fn run(con: &mut redis::aio::MultiplexedConnection) {\n    if acquire_lock(con, \"jobs\").await {\n        println!(\"won\");\n    }\n}\n";
+        let check = |edited: &str, what: &str| {
+            let with = super::tests::session_findings(
+                &dir,
+                edited,
+                &listing,
+                engine,
+                &kept,
+                &|_| {},
+                true,
+            );
+            let fresh = super::FirstAudits::default();
+            let without = super::tests::session_findings(
+                &dir,
+                edited,
+                &listing,
+                engine,
+                &fresh,
+                &|_| {},
+                true,
+            );
+            assert_eq!(with, without, "{what}");
+            with
+        };
+        assert!(check(calling, "first").is_empty());
+        assert!(check(calling, "again").is_empty());
+        // The wrapper now turns an error into a won lock, behind the same
+        // name: its callers cannot trust the reply.
+        let locks = std::fs::read_to_string(dir.join("src/locks.rs")).unwrap();
+        std::fs::write(
+            dir.join("src/locks.rs"),
+            locks.replace("unwrap_or(false)", "unwrap_or(true)"),
+        )
+        .unwrap();
+        let swallowed = check(calling, "swallowed");
+        assert!(
+            !swallowed.is_empty(),
+            "the caller is told of the swallowed error"
+        );
+        // Renamed: the call reaches no wrapper.
+        std::fs::write(
+            dir.join("src/locks.rs"),
+            locks.replace("acquire_lock", "take_lock"),
+        )
+        .unwrap();
+        assert!(check(calling, "renamed").is_empty());
+        // Back, then the edited file stops calling it.
+        std::fs::write(dir.join("src/locks.rs"), &locks).unwrap();
+        check(calling, "back");
+        check("pub fn work() {}\n", "no call");
+        check(calling, "calling again");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

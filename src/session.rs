@@ -804,12 +804,11 @@ pub fn audit_in_crate(
     excludes: Option<&crate::walk::Excludes>,
     first_audits: Option<&crate::cross::FirstAudits>,
 ) -> FileOutcome {
-    // The session reuses each file's words across edits: taken at once.
-    let first = engine.keeping_words(true).check_bytes(shown, bytes, false);
-    let Ok(pool) = crate::parse::pool(None) else {
-        return first;
-    };
     let path = cwd.join(shown);
+    let edited = crate::cross::Audited::edited(engine, path.clone(), shown, bytes, first_audits);
+    let Ok(pool) = crate::parse::pool(None) else {
+        return edited.outcome;
+    };
     let max = engine.settings.max_file_size;
     let unfiltered = engine.with_prefilter(None);
     let engine_of = |_: usize| unfiltered;
@@ -847,12 +846,7 @@ pub fn audit_in_crate(
         partial: true,
         first_audits,
     };
-    let mut files = vec![crate::cross::Audited::new(
-        path.clone(),
-        0,
-        shown.to_string(),
-        first,
-    )];
+    let mut files = vec![edited];
     crate::cross::crate_passes(&mut files, cwd, &pool, false, &sources);
     files.pop().map(|f| f.outcome).unwrap_or_default()
 }
