@@ -373,10 +373,19 @@ fn learns_text(cx: &Cx, learned: &KnownStrings, known: &KnownStrings) -> bool {
         .text_only
         .iter()
         .any(|r| cx.packs.api(*r).needs_lock_name);
+    // A text is worth a walk when one of a text shape's patterns matches
+    // it: a pack's trigger word alone is also in log lines and error
+    // contexts (`"… deleted this project"` holds `delete`).
     sets.into_iter().any(|set| {
         let text = cx.strings.joined(set);
-        let hit = cx.packs.triggered(&text);
-        cx.text_only.iter().any(|r| hit[r.pack]) || (named && is_lock_name(cx.lock_name, &text))
+        cx.text_only.iter().any(|r| {
+            cx.packs
+                .api(*r)
+                .matcher
+                .text
+                .iter()
+                .any(|p| p.is_match(&text))
+        }) || (named && is_lock_name(cx.lock_name, &text))
     })
 }
 
