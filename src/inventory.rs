@@ -157,7 +157,7 @@ fn release_of(ctx: &CheckCtx, e: &Event) -> String {
         }
         Some(r) => match ctx.api(r).owner_checked {
             // Checked against a value every holder has: no check at all.
-            Some(true) => match crate::checks::constant_owner(ctx, r) {
+            Some(true) => match ctx.locks.constant_owner(ctx.model, ctx.packs, r) {
                 Some(c) => format!("unowned (constant {})", c.value),
                 None => "owner-checked".to_string(),
             },

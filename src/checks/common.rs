@@ -134,10 +134,7 @@ impl<'a> CheckCtx<'a> {
     /// The acquisition a release, renewal, read or token use belongs to
     /// (the pairing rule is [`Locks`]'s, the same for every check).
     pub fn acquisition_for(&self, e: &Event) -> Option<&'a Event> {
-        self.locks
-            .lock_of(e.id)
-            .filter(|l| l.take != e.id)
-            .map(|l| &self.model.events[l.take])
+        self.locks.acquisition_for(self.model, e)
     }
 }
 
@@ -312,56 +309,11 @@ pub fn subject(ctx: &CheckCtx, e: &Event) -> String {
     }
 }
 
-/// An owner check that compares a constant: the owner-checked release or
-/// renewal `e` compares a value that is the same on every run, or its lock
-/// was taken storing one. Every holder then looks the same to the check.
-pub struct ConstantOwner<'a> {
-    /// The constant, as a literal (`"1"`, `true`).
-    pub value: String,
-    /// Where it is written, when that is in this file and not the call
-    /// itself.
-    pub at: Option<crate::source::Span>,
-    /// The acquisition that stores it, when the constant is found there.
-    pub stored_by: Option<&'a Event>,
-}
-
-pub fn constant_owner<'a>(ctx: &CheckCtx<'a>, e: &'a Event) -> Option<ConstantOwner<'a>> {
-    if ctx.api(e).owner_checked != Some(true) {
-        return None;
-    }
-    // An imported wrapper's own value is re-spanned to the call: no label.
-    let shown = |o: &crate::model::Owner, call: &Event| (o.span != call.span).then_some(o.span);
-    // A compare-and-delete on a constant is also how a cache entry is
-    // dropped only while it still holds a known value: on its own, it
-    // counts on a lock's key.
-    if let Some(o) = e.owner.as_ref().filter(|_| e.lockish) {
-        if let Some(value) = &o.constant {
-            return Some(ConstantOwner {
-                value: value.clone(),
-                at: shown(o, e),
-                stored_by: None,
-            });
-        }
-    }
-    // The lock the release belongs to, when that is certain: taken in the
-    // same function, or under the same literal name.
-    let a = ctx.acquisition_for(e).filter(|a| {
-        a.func == e.func
-            || matches!((&a.key, &e.key), (Some(x), Some(y)) if x.literal.is_some() && x.literal == y.literal)
-    })?;
-    let o = a.owner.as_ref()?;
-    Some(ConstantOwner {
-        value: o.constant.clone()?,
-        at: shown(o, a),
-        stored_by: Some(a),
-    })
-}
-
 /// What to write instead of an owner check on a constant.
 const CONSTANT_OWNER_HELP: &str = "store a value no other holder can have when acquiring (a random UUID drawn for each acquisition, kept by the holder) and compare with that one";
 
 /// The finding of an owner-checked release or renewal whose owner value
-/// is a constant (see [`constant_owner`]), for `check`. `words` are how
+/// is a constant ([`Locks::constant_owner`]), for `check`. `words` are how
 /// the message says it: (`released by comparing its value with`,
 /// `release`, `deletes`).
 pub fn constant_owner_finding(
@@ -371,7 +323,7 @@ pub fn constant_owner_finding(
     words: (&str, &str, &str),
     note: &str,
 ) -> Option<crate::finding::Finding> {
-    let c = constant_owner(ctx, e)?;
+    let c = ctx.locks.constant_owner(ctx.model, ctx.packs, e)?;
     let (compared, step, verb) = words;
     let lock = subject(ctx, e);
     let message = match c.stored_by {

@@ -4,8 +4,8 @@
 use super::common::{call_label, subject, with_pack_notes, CheckCtx};
 use super::{CheckId, CheckInfo};
 use crate::finding::{Finding, Severity};
+use crate::model::locks::Locks;
 use crate::model::ExpiryState;
-use crate::pack::Role;
 
 pub(super) const INFO: CheckInfo = CheckInfo {
     id: CheckId::LockWithoutExpiry,
@@ -37,13 +37,7 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
             )
             .label(format!("`{}` sets no TTL", call_label(ctx, api, e)));
         // A separate EXPIRE on the same key after the acquisition.
-        let later_expire = e.key.as_ref().and_then(|k| {
-            ctx.model.fn_events(e.func).find(|x| {
-                x.role == Role::Renew
-                    && x.span.start.offset > e.span.start.offset
-                    && x.key.as_ref().is_some_and(|xk| xk.norm == k.norm)
-            })
-        });
+        let later_expire = Locks::later_renewal(ctx.model, e);
         match later_expire {
             Some(x) if x.chain_span == e.chain_span => {
                 f = f

@@ -25,8 +25,7 @@ mod unowned_renewal;
 mod unused_suppression;
 
 pub use common::{
-    connection_of, constant_owner, help_for, key_display, merge_same_place, token_use, CheckCtx,
-    Conn, TokenUse,
+    connection_of, help_for, key_display, merge_same_place, token_use, CheckCtx, Conn, TokenUse,
 };
 
 use crate::finding::{Finding, Severity};

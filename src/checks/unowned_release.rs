@@ -5,7 +5,6 @@ use super::common::{call_label, constant_owner_finding, subject, with_pack_notes
 use super::{CheckId, CheckInfo};
 use crate::finding::{Finding, Severity};
 use crate::model::locks::Locks;
-use crate::model::Event;
 use crate::pack::Role;
 
 pub(super) const INFO: CheckInfo = CheckInfo {
@@ -21,22 +20,6 @@ pub(super) const INFO: CheckInfo = CheckInfo {
 };
 
 const HELP: &str = "release in one step that deletes the lock only if the caller still holds it: compare the owner token (or the version read at acquisition) inside the delete itself, or use the client library's owner-checked release";
-
-/// Whether the release deletes a key that an earlier call in the same
-/// function returned as this holder's own (the path of its sequential
-/// node): no other holder can have it, so the delete is owner-specific.
-fn owned_key(ctx: &CheckCtx, e: &Event) -> bool {
-    let Some(key) = &e.key else { return false };
-    // A key built from the holder's own lease id is this holder's alone.
-    if key.holder_lease {
-        return true;
-    }
-    ctx.model.fn_events(e.func).any(|a| {
-        a.span.start.offset < e.span.start.offset
-            && ctx.api(a).returns_owned_key
-            && a.binding.contains(&key.norm)
-    })
-}
 
 fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
     for e in &ctx.model.events {
@@ -66,7 +49,7 @@ fn run(ctx: &CheckCtx, out: &mut Vec<Finding>) {
         if e.role == Role::Delete && !e.lockish && ctx.acquisition_for(e).is_none() {
             continue;
         }
-        if owned_key(ctx, e) {
+        if Locks::owned_key(ctx.model, ctx.packs, e) {
             continue;
         }
         let lock = subject(ctx, e);

@@ -3,7 +3,10 @@
 //! once per file, after extraction, by one pairing rule; the checks and
 //! `inventory` read it and never pair events themselves. The reads a write
 //! or a delete follows (a read-then-write, a compare-then-delete) are
-//! paired here too ([`Locks::read_before`], [`Locks::owner_read`]).
+//! paired here too ([`Locks::read_before`], [`Locks::owner_read`]), and so
+//! are an owner check's constant ([`Locks::constant_owner`]), a key only
+//! its holder has ([`Locks::owned_key`]) and an expiry set after the take
+//! ([`Locks::later_renewal`]).
 //!
 //! The pairing rule, for an event that is not an acquisition:
 //! 1. in the same function, the latest earlier acquisition of the same key;
@@ -37,6 +40,17 @@ pub struct Lock {
     pub reads: Vec<EventId>,
     pub tokens: Vec<EventId>,
     pub others: Vec<EventId>,
+}
+
+/// An owner check that compares a constant ([`Locks::constant_owner`]).
+pub struct ConstantOwner<'m> {
+    /// The constant, as a literal (`"1"`, `true`).
+    pub value: String,
+    /// Where it is written, when that is in this file and not the call
+    /// itself.
+    pub at: Option<crate::source::Span>,
+    /// The acquisition that stores it, when the constant is found there.
+    pub stored_by: Option<&'m Event>,
 }
 
 /// Every lock of a file.
@@ -207,6 +221,78 @@ impl Locks {
                     guard.events.contains(&r.id)
                         || r.binding.iter().any(|b| guard.mentions.contains(b))
                 })
+        })
+    }
+
+    /// The acquisition a release, renewal, read or token use belongs to.
+    pub fn acquisition_for<'m>(&self, model: &'m FileModel, e: &Event) -> Option<&'m Event> {
+        self.lock_of(e.id)
+            .filter(|l| l.take != e.id)
+            .map(|l| &model.events[l.take])
+    }
+
+    /// The owner check of a release or renewal `e` (of an API that checks
+    /// the owner) when it compares a constant: a value written in the call
+    /// (on a lock's key: a compare-and-delete on a constant is also how a
+    /// cache entry is dropped only while it holds a known value), or one
+    /// its lock was taken storing, when that lock is certain (taken in the
+    /// same function, or under the same literal name). Every holder then
+    /// looks the same to the check.
+    pub fn constant_owner<'m>(
+        &self,
+        model: &'m FileModel,
+        packs: &PackSet,
+        e: &'m Event,
+    ) -> Option<ConstantOwner<'m>> {
+        if packs.api(e.api).owner_checked != Some(true) {
+            return None;
+        }
+        // An imported wrapper's own value is re-spanned to the call: no label.
+        let shown = |o: &super::Owner, call: &Event| (o.span != call.span).then_some(o.span);
+        if let Some(o) = e.owner.as_ref().filter(|_| e.lockish) {
+            if let Some(value) = &o.constant {
+                return Some(ConstantOwner {
+                    value: value.clone(),
+                    at: shown(o, e),
+                    stored_by: None,
+                });
+            }
+        }
+        let a = self.acquisition_for(model, e).filter(|a| {
+            a.func == e.func
+                || matches!((&a.key, &e.key), (Some(x), Some(y)) if x.literal.is_some() && x.literal == y.literal)
+        })?;
+        let o = a.owner.as_ref()?;
+        Some(ConstantOwner {
+            value: o.constant.clone()?,
+            at: shown(o, a),
+            stored_by: Some(a),
+        })
+    }
+
+    /// Whether a release deletes a key only this holder can have: one built
+    /// from its own lease id, or one an earlier call of the same function
+    /// returned as its own (the path of its sequential node).
+    pub fn owned_key(model: &FileModel, packs: &PackSet, e: &Event) -> bool {
+        let Some(key) = &e.key else { return false };
+        if key.holder_lease {
+            return true;
+        }
+        model.fn_events(e.func).any(|a| {
+            a.span.start.offset < e.span.start.offset
+                && packs.api(a.api).returns_owned_key
+                && a.binding.contains(&key.norm)
+        })
+    }
+
+    /// The first renewal of `take`'s key after it in the same function: an
+    /// expiry set by a separate command (`SETNX` then `EXPIRE`).
+    pub fn later_renewal<'m>(model: &'m FileModel, take: &Event) -> Option<&'m Event> {
+        let key = take.key.as_ref()?;
+        model.fn_events(take.func).find(|x| {
+            x.role == Role::Renew
+                && x.span.start.offset > take.span.start.offset
+                && x.key.as_ref().is_some_and(|k| k.norm == key.norm)
         })
     }
 
