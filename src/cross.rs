@@ -756,7 +756,11 @@ pub struct FirstAudits {
     /// What the crate gave each file the session edits, by path and scope,
     /// at its last run: the next edit's first audit knows it at once.
     assumed: std::sync::Mutex<Bounded<(PathBuf, usize), Given>>,
-    /// Most bytes each of the four keeps (an estimate of what its entries
+    /// The models the function index made of crate files (those defining
+    /// a function the fencing check follows), by path and scope, each
+    /// under the stamp its file had before it was read.
+    models: std::sync::Mutex<Bounded<(PathBuf, usize), KeptModel>>,
+    /// Most bytes each of the five keeps (an estimate of what its entries
     /// hold): a session in a crate of many large files forgets and starts
     /// again rather than grow without end.
     max_bytes: usize,
@@ -810,6 +814,9 @@ impl<K: std::hash::Hash + Eq, V> Bounded<K, V> {
 /// outcome, and its bytes when they were read for it.
 type Redone = (usize, Given, FileOutcome, Option<Arc<[u8]>>);
 
+/// A model kept: the stamp its file had before it was read, the model.
+type KeptModel = (Stamp, Arc<crate::model::FileModel>);
+
 /// A scan kept: the stamp its file had before it was read, the scan.
 type KeptScanOf = (Stamp, Arc<KeptScan>);
 
@@ -852,6 +859,7 @@ impl FirstAudits {
             again: Default::default(),
             scans: Default::default(),
             assumed: Default::default(),
+            models: Default::default(),
             max_bytes,
         }
     }
@@ -932,6 +940,35 @@ impl FirstAudits {
         kept.insert(
             (path.to_path_buf(), scope),
             given.clone(),
+            size,
+            self.max_bytes,
+        );
+    }
+
+    /// The model the function index made of `path` (in `scope`), while the
+    /// file is unchanged on disk.
+    fn model(&self, path: &Path, scope: usize) -> Option<Arc<crate::model::FileModel>> {
+        let now = stamp(path)?;
+        let kept = self.models.lock().ok()?;
+        let (was, m) = kept.get(&(path.to_path_buf(), scope))?;
+        (*was == now).then(|| m.clone())
+    }
+
+    fn put_model(
+        &self,
+        path: &Path,
+        scope: usize,
+        before: Stamp,
+        model: &Arc<crate::model::FileModel>,
+    ) {
+        let Ok(mut kept) = self.models.lock() else {
+            return;
+        };
+        let size =
+            ENTRY_COST + model.events.len() * 4 * ENTRY_COST + model.fns.len() * 2 * ENTRY_COST;
+        kept.insert(
+            (path.to_path_buf(), scope),
+            (before, model.clone()),
             size,
             self.max_bytes,
         );
@@ -1168,12 +1205,31 @@ fn follow_calls(
             None => (sources.read)(path, scope),
         };
         let words = |path: &Path| by_path.get(path).and_then(|f| f.words.as_ref());
-        // An asking file's model is in its facts.
+        // An asking file's model is in its facts; an editor session keeps
+        // the models it made of the others while they are unchanged.
+        let cache = sources.first_audits.filter(|_| !inventory);
         let kept = |path: &Path| {
             by_path
                 .get(path)
                 .and_then(|f| f.outcome.facts.as_ref())
                 .map(|k| k.model.clone())
+                .or_else(|| cache?.model(path, scope))
+        };
+        // The stamp each file had before it was read, for what is kept.
+        let stamps: std::sync::Mutex<HashMap<PathBuf, Stamp>> = Default::default();
+        let read = |path: &Path| {
+            if let Some(at) = cache.and_then(|_| stamp(path)) {
+                if let Ok(mut s) = stamps.lock() {
+                    s.insert(path.to_path_buf(), at);
+                }
+            }
+            read(path)
+        };
+        let made = |path: &Path, model: &Arc<crate::model::FileModel>| {
+            let at = stamps.lock().ok().and_then(|s| s.get(path).copied());
+            if let (Some(c), Some(at)) = (cache, at) {
+                c.put_model(path, scope, at, model);
+            }
         };
         let engine = (sources.engine)(scope);
         let index = FnIndex::build(
@@ -1184,6 +1240,7 @@ fn follow_calls(
             &words,
             &kept,
             &read,
+            &made,
             pool,
         );
         redone.extend(pool.install(|| {
@@ -2149,6 +2206,84 @@ mod tests {
             assert_eq!(parses, 1, "the edited file's one audit only");
             assert_eq!(again, checks);
         }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// An editor session keeps the models the function index made of the
+    /// files defining the functions a correctness lock's critical section
+    /// calls: while they are unchanged on disk, an edit neither reads nor
+    /// parses them again, and the call is still followed into them.
+    #[test]
+    fn the_function_index_models_are_kept_across_edits() {
+        use crate::config::Settings;
+        use crate::engine::Engine;
+        use crate::pack::PackSet;
+        use std::collections::HashMap;
+        use std::path::{Path, PathBuf};
+        use std::sync::Mutex;
+
+        let dir =
+            std::env::temp_dir().join(format!("lockaudit-kept-models-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::write(dir.join("Cargo.toml"), "[package]\nname = \"app\"\n").unwrap();
+        let fixture =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/projects/fenced-crate/src");
+        let store = std::fs::read_to_string(fixture.join("store.rs")).unwrap();
+        std::fs::write(dir.join("src/store.rs"), &store).unwrap();
+        let lib = std::fs::read_to_string(fixture.join("lib.rs")).unwrap();
+        let edited = lib.replace("mod store;", "use crate::store;");
+        let listing: Vec<(String, PathBuf)> =
+            vec![("src/store.rs".into(), dir.join("src/store.rs"))];
+        let packs = PackSet::builtin();
+        let settings = Settings::default();
+        let engine = Engine::new(&packs, &settings);
+        let kept = super::FirstAudits::default();
+        let run = |edited: &str| -> (usize, Vec<String>) {
+            let reads: Mutex<HashMap<PathBuf, usize>> = Mutex::default();
+            let count = |p: &Path| *reads.lock().unwrap().entry(p.to_path_buf()).or_default() += 1;
+            let found =
+                super::tests::session_findings(&dir, edited, &listing, engine, &kept, &count, true);
+            let n = reads
+                .into_inner()
+                .unwrap()
+                .get(&dir.join("src/store.rs"))
+                .copied()
+                .unwrap_or(0);
+            (n, found)
+        };
+        let (first, found) = run(&edited);
+        assert!(first >= 1, "{first}");
+        // The plain write in store.rs is followed: the unfenced lock of
+        // `settle_unfenced` is reported, the fenced one is not.
+        assert_eq!(
+            found
+                .iter()
+                .filter(|f| f.contains("unfenced-correctness-lock"))
+                .count(),
+            1,
+            "{found:?}"
+        );
+        for n in 1..3 {
+            let (reads, again) = run(&format!("{edited}// edit {n}\n"));
+            assert_eq!(reads, 0, "edit {n}: store.rs read again");
+            assert_eq!(again, found);
+        }
+        // Changed on disk: modelled again, and what it now says counts.
+        std::fs::write(
+            dir.join("src/store.rs"),
+            store.replace(
+                "WHERE id = 2\")",
+                "WHERE id = 2 AND fence < $2\").bind(_fence)",
+            ),
+        )
+        .unwrap();
+        let (reads, now) = run(&edited);
+        assert!(reads >= 1, "{reads}");
+        assert!(
+            !now.iter().any(|f| f.contains("unfenced-correctness-lock")),
+            "{now:?}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 

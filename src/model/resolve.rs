@@ -152,10 +152,11 @@ impl FnIndex {
     /// calls it asked about). `files(root)` lists a crate's `.rs` files
     /// (display path, path); `words(path)` is the file's words when the
     /// run took them; `kept(path)` is the model an audit of the run kept
-    /// of the file; `read(path)` reads one (within the run's limits). A
-    /// file is read and modelled here only when no model was kept of it
-    /// and its words and path say it may hold a definition sought
-    /// ([`Wanted`]).
+    /// of the file; `read(path)` reads one (within the run's limits), and
+    /// `made(path, model)` is told each model made here (an editor session
+    /// keeps them for its next edit). A file is read and modelled here
+    /// only when no model was kept of it and its words and path say it may
+    /// hold a definition sought ([`Wanted`]).
     #[allow(clippy::too_many_arguments)]
     pub fn build<'w>(
         asks: &[(String, PathBuf, Asked)],
@@ -165,6 +166,7 @@ impl FnIndex {
         words: &(dyn Fn(&Path) -> Option<&'w FileWords> + Sync),
         kept: &(dyn Fn(&Path) -> Option<Arc<FileModel>> + Sync),
         read: &(dyn Fn(&Path) -> Option<std::sync::Arc<[u8]>> + Sync),
+        made: &(dyn Fn(&Path, &Arc<FileModel>) + Sync),
         pool: &rayon::ThreadPool,
     ) -> FnIndex {
         use rayon::prelude::*;
@@ -249,6 +251,9 @@ impl FnIndex {
                         }
                         let text = std::str::from_utf8(&bytes).ok()?;
                         let m = model_of(&c.shown, text, packs, lock_name);
+                        if let Some(m) = &m {
+                            made(&c.path, m);
+                        }
                         cache.lock().unwrap().push((c.shown.clone(), m.clone()));
                         found(m?)
                     })
