@@ -84,12 +84,6 @@ impl Assumed {
             reached_from: None,
         }
     }
-
-    /// Whether it gives the file anything: else the first audit is the
-    /// plain one.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
 }
 
 /// No wrapper called elsewhere.
