@@ -1139,25 +1139,39 @@ pub fn crate_passes(
     // A file audited knowing what an earlier run's crate gave it is
     // checked against what the crate gives it now.
     if needed(files) || files.iter().any(|f| f.assumed.is_some()) {
-        follow_wrappers(files, walked, &crate_of, pool, inventory, sources);
-        follow_calls(files, walked, &crate_of, pool, inventory, sources);
+        let run = Run {
+            walked,
+            crate_of: &crate_of,
+            pool,
+            inventory,
+            sources,
+        };
+        follow_wrappers(files, &run);
+        follow_calls(files, &run);
     }
     files.truncate(walked);
+}
+
+/// What every crate pass works with: how many of the files come from the
+/// walk (the rest are other files of a crate it covered in part), each
+/// file's crate root, the pool, whether inventory rows are wanted, and
+/// where files are read.
+#[derive(Clone, Copy)]
+struct Run<'r, 's> {
+    walked: usize,
+    crate_of: &'r [PathBuf],
+    pool: &'r rayon::ThreadPool,
+    inventory: bool,
+    sources: &'r Sources<'s>,
 }
 
 /// The files whose fencing check asked for functions of other files are
 /// judged again from their facts, knowing them: the functions are found
 /// and modelled here, once (from kept facts when there are some), and the
 /// check reads nothing.
-#[allow(clippy::too_many_arguments)]
-fn follow_calls(
-    files: &mut [Audited],
-    walked: usize,
-    crate_of: &[PathBuf],
-    pool: &rayon::ThreadPool,
-    inventory: bool,
-    sources: &Sources,
-) {
+fn follow_calls(files: &mut [Audited], run: &Run) {
+    let (walked, crate_of, pool) = (run.walked, run.crate_of, run.pool);
+    let (inventory, sources) = (run.inventory, run.sources);
     use crate::model::resolve::FnIndex;
     use rayon::prelude::*;
     let mut by_scope: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
@@ -1254,14 +1268,8 @@ fn follow_calls(
 
 /// The wrappers and statement texts of each crate, followed to the files
 /// that use them; returns what each file audited again was given.
-fn follow_wrappers(
-    files: &mut [Audited],
-    walked: usize,
-    crate_of: &[PathBuf],
-    pool: &rayon::ThreadPool,
-    inventory: bool,
-    sources: &Sources,
-) {
+fn follow_wrappers(files: &mut [Audited], run: &Run) {
+    let (walked, inventory, sources) = (run.walked, run.inventory, run.sources);
     // An editor session's audits of the crate's other files, by what they
     // were given (an inventory run keeps nothing).
     let cache = sources.first_audits.filter(|_| !inventory);
@@ -1276,16 +1284,7 @@ fn follow_wrappers(
         }
     }
     if files.iter().any(|f| f.outcome.offers()) || !pending.is_empty() {
-        offer_wrappers(
-            files,
-            walked,
-            crate_of,
-            pool,
-            inventory,
-            sources,
-            &mut imported,
-            pending,
-        );
+        offer_wrappers(files, run, &mut imported, pending);
     }
     // What each edited file was given, for its next edit's first audit.
     if let Some(c) = cache {
@@ -1299,17 +1298,14 @@ fn follow_wrappers(
 /// [`follow_wrappers`]' rounds, knowing what each file was last audited
 /// knowing (`imported`) and which of those an earlier run assumed
 /// (`pending`): those are checked in the first round, whatever they say.
-#[allow(clippy::too_many_arguments)]
 fn offer_wrappers(
     files: &mut [Audited],
-    walked: usize,
-    crate_of: &[PathBuf],
-    pool: &rayon::ThreadPool,
-    inventory: bool,
-    sources: &Sources,
+    run: &Run,
     imported: &mut HashMap<usize, Given>,
     mut pending: HashMap<usize, Given>,
 ) {
+    let (walked, crate_of, pool) = (run.walked, run.crate_of, run.pool);
+    let (inventory, sources) = (run.inventory, run.sources);
     use rayon::prelude::*;
     let engine = sources.engine;
     let cache = sources.first_audits.filter(|_| !inventory);
@@ -1575,6 +1571,10 @@ fn offer_wrappers(
 
 #[cfg(test)]
 mod tests {
+    use crate::config::Settings;
+    use crate::engine::Engine;
+    use crate::pack::PackSet;
+
     use super::scan;
 
     /// A run over `texts` (display path, text) under `cwd`: each file's
@@ -1627,9 +1627,6 @@ mod tests {
         texts: &[(String, String)],
         words_first: bool,
     ) -> Counted {
-        use crate::config::Settings;
-        use crate::engine::Engine;
-        use crate::pack::PackSet;
         use crate::prefilter::Prefilter;
         use std::collections::HashMap;
         use std::path::{Path, PathBuf};
@@ -1901,9 +1898,6 @@ mod tests {
     /// pass: only a call on a lock key does.
     #[test]
     fn a_read_helper_called_on_no_lock_key_is_not_a_definer_again() {
-        use crate::config::Settings;
-        use crate::engine::Engine;
-        use crate::pack::PackSet;
         use std::collections::HashMap;
         use std::path::{Path, PathBuf};
         use std::sync::atomic::{AtomicUsize, Ordering};
@@ -1949,7 +1943,7 @@ mod tests {
     /// One editor run over the crate in `dir`: `src/jobs.rs` is the edited
     /// buffer `edited`, the files of `listing` come from disk (each read
     /// told to `on_read`), and `kept` is the session's memory. Returns the
-    /// edited file's findings' check ids.
+    /// edited file's findings, each as `line check: message`.
     fn session_run(
         dir: &std::path::Path,
         edited: &str,
@@ -1957,20 +1951,6 @@ mod tests {
         engine: crate::engine::Engine,
         kept: &super::FirstAudits,
         on_read: &(dyn Fn(&std::path::Path) + Sync),
-    ) -> Vec<String> {
-        session_findings(dir, edited, listing, engine, kept, on_read, false)
-    }
-
-    /// [`session_run`], with each finding whole (line, check, message)
-    /// when `whole`.
-    fn session_findings(
-        dir: &std::path::Path,
-        edited: &str,
-        listing: &[(String, std::path::PathBuf)],
-        engine: crate::engine::Engine,
-        kept: &super::FirstAudits,
-        on_read: &(dyn Fn(&std::path::Path) + Sync),
-        whole: bool,
     ) -> Vec<String> {
         use std::path::Path;
         use std::sync::Arc;
@@ -2008,13 +1988,7 @@ mod tests {
             .outcome
             .findings
             .iter()
-            .map(|f| {
-                if whole {
-                    format!("{} {}: {}", f.span.start.line, f.check.as_str(), f.message)
-                } else {
-                    f.check.as_str().to_string()
-                }
-            })
+            .map(|f| format!("{} {}: {}", f.span.start.line, f.check.as_str(), f.message))
             .collect()
     }
 
@@ -2023,50 +1997,38 @@ mod tests {
     /// is, once.
     #[test]
     fn unchanged_crate_files_are_not_read_again_in_a_session() {
-        use crate::config::Settings;
-        use crate::engine::Engine;
-        use crate::pack::PackSet;
         use std::collections::HashMap;
-        use std::path::{Path, PathBuf};
-        use std::sync::Mutex;
+        use std::path::PathBuf;
 
-        let dir =
-            std::env::temp_dir().join(format!("lockaudit-first-audits-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("src")).unwrap();
-        std::fs::write(dir.join("Cargo.toml"), "[package]\nname = \"app\"\n").unwrap();
-        let locks = "pub async fn acquire_lock(con: &mut redis::aio::MultiplexedConnection, key: &str) -> bool {\n    redis::cmd(\"SET\").arg(key).arg(\"me\").arg(\"NX\").arg(\"PX\").arg(30_000)\n        .query_async::<Option<String>>(con).await.map(|r| r.is_some()).unwrap_or(false)\n}\n";
-        std::fs::write(dir.join("src/locks.rs"), locks).unwrap();
-        for i in 0..5 {
-            std::fs::write(
-                dir.join(format!("src/util{i}.rs")),
-                format!("pub fn helper{i}() {{}}\n"),
-            )
-            .unwrap();
-        }
-        let edited = "use crate::locks::acquire_lock;\npub async fn run(con: &mut redis::aio::MultiplexedConnection) {\n    acquire_lock(con, \"jobs\").await;\n}\n";
-        let listing: Vec<(String, PathBuf)> = std::iter::once("src/locks.rs".to_string())
-            .chain((0..5).map(|i| format!("src/util{i}.rs")))
-            .map(|s| (s.clone(), dir.join(s)))
+        let utils: Vec<(String, String)> = (0..5)
+            .map(|i| {
+                (
+                    format!("src/util{i}.rs"),
+                    format!("pub fn helper{i}() {{}}\n"),
+                )
+            })
             .collect();
-        let packs = PackSet::builtin();
-        let settings = Settings::default();
-        let engine = Engine::new(&packs, &settings);
-        let kept = super::FirstAudits::default();
+        let files: Vec<(&str, &str)> = std::iter::once(("src/locks.rs", WRAPPER))
+            .chain(utils.iter().map(|(p, t)| (p.as_str(), t.as_str())))
+            .collect();
+        let disk = crate_on_disk("first-audits", &files);
+        let (dir, kept) = (&disk.dir, &disk.kept);
+        let edited = "use crate::locks::acquire_lock;\npub async fn run(con: &mut redis::aio::MultiplexedConnection) {\n    acquire_lock(con, \"jobs\").await;\n}\n";
         let run = |kept: &super::FirstAudits| -> (HashMap<PathBuf, usize>, Vec<String>) {
-            let reads: Mutex<HashMap<PathBuf, usize>> = Mutex::default();
-            let count = |p: &Path| *reads.lock().unwrap().entry(p.to_path_buf()).or_default() += 1;
-            let checks = super::tests::session_run(&dir, edited, &listing, engine, kept, &count);
-            (reads.into_inner().unwrap(), checks)
+            counting_reads(|count| {
+                super::tests::session_run(dir, edited, &disk.listing, disk.engine(), kept, count)
+            })
         };
-        let (reads, checks) = run(&kept);
+        let (reads, checks) = run(kept);
         assert_eq!(reads.len(), 6, "{reads:?}");
         assert!(reads.values().all(|&n| n == 1), "{reads:?}");
         assert!(
-            checks.iter().any(|c| c == "ignored-acquire-result"),
+            checks
+                .iter()
+                .any(|c| c.contains(" ignored-acquire-result: ")),
             "{checks:?}"
         );
-        let (reads, again) = run(&kept);
+        let (reads, again) = run(kept);
         assert!(reads.is_empty(), "{reads:?}");
         assert_eq!(again, checks);
         std::fs::write(
@@ -2074,57 +2036,107 @@ mod tests {
             "pub fn helper3() { let changed = 1; }\n",
         )
         .unwrap();
-        let (reads, _) = run(&kept);
+        let (reads, _) = run(kept);
         assert_eq!(
             reads.keys().collect::<Vec<_>>(),
             vec![&dir.join("src/util3.rs")],
             "{reads:?}"
         );
+    }
+
+    /// A crate on disk in a fresh temporary directory named after `name`
+    /// (a `Cargo.toml` and `files`, each a path under it and a text), its
+    /// listing for [`session_run`], the built-in packs, default settings and
+    /// an editor session's memory. Dropped, the directory goes.
+    struct OnDisk {
+        dir: std::path::PathBuf,
+        listing: super::Listing,
+        packs: PackSet,
+        settings: Settings,
+        kept: super::FirstAudits,
+    }
+
+    impl OnDisk {
+        fn engine(&self) -> Engine<'_> {
+            Engine::new(&self.packs, &self.settings)
+        }
+    }
+
+    impl Drop for OnDisk {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+
+    fn crate_on_disk(name: &str, files: &[(&str, &str)]) -> OnDisk {
+        let dir = std::env::temp_dir().join(format!("lockaudit-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::write(dir.join("Cargo.toml"), "[package]\nname = \"app\"\n").unwrap();
+        for (path, text) in files {
+            std::fs::write(dir.join(path), text).unwrap();
+        }
+        let listing = files
+            .iter()
+            .map(|(s, _)| (s.to_string(), dir.join(s)))
+            .collect();
+        OnDisk {
+            dir,
+            listing,
+            packs: PackSet::builtin(),
+            settings: Settings::default(),
+            kept: super::FirstAudits::default(),
+        }
+    }
+
+    /// What `run` returns, with the reads of each file it told of.
+    fn counting_reads<R>(
+        run: impl FnOnce(&(dyn Fn(&std::path::Path) + Sync)) -> R,
+    ) -> (std::collections::HashMap<std::path::PathBuf, usize>, R) {
+        let reads: std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, usize>> =
+            Default::default();
+        let count = |p: &std::path::Path| {
+            *reads.lock().unwrap().entry(p.to_path_buf()).or_default() += 1;
+        };
+        let out = run(&count);
+        (reads.into_inner().unwrap(), out)
     }
 
     /// A crate on disk (`Cargo.toml`, `src/locks.rs` with a wrapper,
     /// `src/sweep.rs` calling it) in a fresh temporary directory named
     /// after `name`, and its listing for [`session_run`].
-    fn wrapper_and_caller(name: &str) -> (std::path::PathBuf, Vec<(String, std::path::PathBuf)>) {
-        let dir = std::env::temp_dir().join(format!("lockaudit-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("src")).unwrap();
-        std::fs::write(dir.join("Cargo.toml"), "[package]\nname = \"app\"\n").unwrap();
-        let locks = "pub async fn acquire_lock(con: &mut redis::aio::MultiplexedConnection, key: &str) -> bool {\n    redis::cmd(\"SET\").arg(key).arg(\"me\").arg(\"NX\").arg(\"PX\").arg(30_000)\n        .query_async::<Option<String>>(con).await.map(|r| r.is_some()).unwrap_or(false)\n}\n";
-        std::fs::write(dir.join("src/locks.rs"), locks).unwrap();
+    fn wrapper_and_caller(name: &str) -> OnDisk {
         let sweep = "use crate::locks::acquire_lock;\npub async fn sweep(con: &mut redis::aio::MultiplexedConnection) {\n    acquire_lock(con, \"sweep\").await;\n}\n";
-        std::fs::write(dir.join("src/sweep.rs"), sweep).unwrap();
-        let listing = ["src/locks.rs", "src/sweep.rs"]
-            .iter()
-            .map(|s| (s.to_string(), dir.join(s)))
-            .collect();
-        (dir, listing)
+        crate_on_disk(name, &[("src/locks.rs", WRAPPER), ("src/sweep.rs", sweep)])
     }
+
+    /// `src/locks.rs` of the crates on disk: a wrapper that takes a Redis
+    /// lock and hands back whether it won.
+    const WRAPPER: &str = "pub async fn acquire_lock(con: &mut redis::aio::MultiplexedConnection, key: &str) -> bool {\n    redis::cmd(\"SET\").arg(key).arg(\"me\").arg(\"NX\").arg(\"PX\").arg(30_000)\n        .query_async::<Option<String>>(con).await.map(|r| r.is_some()).unwrap_or(false)\n}\n";
 
     /// An editor session keeps what each unchanged crate file names: a
     /// file on disk that calls a wrapper is read (and scanned) once, not
     /// on every edit of another file.
     #[test]
     fn an_unchanged_caller_is_not_read_again_in_a_session() {
-        use crate::config::Settings;
-        use crate::engine::Engine;
-        use crate::pack::PackSet;
         use std::collections::HashMap;
-        use std::path::{Path, PathBuf};
-        use std::sync::Mutex;
+        use std::path::PathBuf;
 
-        let (dir, listing) = wrapper_and_caller("kept-scan");
+        let disk = wrapper_and_caller("kept-scan");
+        let dir = &disk.dir;
         let sweep = std::fs::read_to_string(dir.join("src/sweep.rs")).unwrap();
-        let packs = PackSet::builtin();
-        let settings = Settings::default();
-        let engine = Engine::new(&packs, &settings);
-        let kept = super::FirstAudits::default();
         let run = |edited: &str| -> HashMap<PathBuf, usize> {
-            let reads: Mutex<HashMap<PathBuf, usize>> = Mutex::default();
-            let count = |p: &Path| *reads.lock().unwrap().entry(p.to_path_buf()).or_default() += 1;
-            super::tests::session_run(&dir, edited, &listing, engine, &kept, &count);
-            reads.into_inner().unwrap()
+            counting_reads(|count| {
+                super::tests::session_run(
+                    dir,
+                    edited,
+                    &disk.listing,
+                    disk.engine(),
+                    &disk.kept,
+                    count,
+                )
+            })
+            .0
         };
         let edit = |n: usize| format!("pub fn work() {{ let n = {n}; }}\n");
         let reads = run(&edit(0));
@@ -2138,7 +2150,6 @@ mod tests {
         std::fs::write(dir.join("src/sweep.rs"), format!("{sweep}// changed\n")).unwrap();
         let reads = run(&edit(3));
         assert_eq!(reads.get(&dir.join("src/sweep.rs")), Some(&2), "{reads:?}");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// An editor session's later audits: while a crate file and what the
@@ -2148,22 +2159,21 @@ mod tests {
     /// new caller in the edited file) audits the definer again.
     #[test]
     fn an_edit_audits_only_the_edited_file_again() {
-        use crate::config::Settings;
-        use crate::engine::Engine;
-        use crate::pack::PackSet;
         use std::sync::atomic::{AtomicUsize, Ordering};
 
-        let (dir, listing) = wrapper_and_caller("again");
-        let packs = PackSet::builtin();
-        let settings = Settings::default();
-        let kept = super::FirstAudits::default();
+        let disk = wrapper_and_caller("again");
         let judged = AtomicUsize::new(0);
         let run = |edited: &str| -> (usize, Vec<String>) {
             let parses = AtomicUsize::new(0);
-            let engine = Engine::new(&packs, &settings)
-                .counting(&parses)
-                .counting_judged(&judged);
-            let checks = super::tests::session_run(&dir, edited, &listing, engine, &kept, &|_| {});
+            let engine = disk.engine().counting(&parses).counting_judged(&judged);
+            let checks = super::tests::session_run(
+                &disk.dir,
+                edited,
+                &disk.listing,
+                engine,
+                &disk.kept,
+                &|_| {},
+            );
             (parses.load(Ordering::Relaxed), checks)
         };
         let edit = |n: usize| {
@@ -2190,7 +2200,9 @@ mod tests {
         assert_eq!(parses, 2, "{checks:?}");
         assert_eq!(judged.swap(0, Ordering::Relaxed), 1);
         assert!(
-            checks.iter().any(|c| c == "ignored-acquire-result"),
+            checks
+                .iter()
+                .any(|c| c.contains(" ignored-acquire-result: ")),
             "{checks:?}"
         );
         // Edited again, it is audited once, knowing at once what the crate
@@ -2200,7 +2212,6 @@ mod tests {
             assert_eq!(parses, 1, "the edited file's one audit only");
             assert_eq!(again, checks);
         }
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// An editor session keeps the models the function index made of the
@@ -2209,41 +2220,21 @@ mod tests {
     /// parses them again, and the call is still followed into them.
     #[test]
     fn the_function_index_models_are_kept_across_edits() {
-        use crate::config::Settings;
-        use crate::engine::Engine;
-        use crate::pack::PackSet;
-        use std::collections::HashMap;
-        use std::path::{Path, PathBuf};
-        use std::sync::Mutex;
+        use std::path::Path;
 
-        let dir =
-            std::env::temp_dir().join(format!("lockaudit-kept-models-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("src")).unwrap();
-        std::fs::write(dir.join("Cargo.toml"), "[package]\nname = \"app\"\n").unwrap();
         let fixture =
             Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/projects/fenced-crate/src");
         let store = std::fs::read_to_string(fixture.join("store.rs")).unwrap();
-        std::fs::write(dir.join("src/store.rs"), &store).unwrap();
+        let disk = crate_on_disk("kept-models", &[("src/store.rs", &store)]);
+        let dir = &disk.dir;
         let lib = std::fs::read_to_string(fixture.join("lib.rs")).unwrap();
         let edited = lib.replace("mod store;", "use crate::store;");
-        let listing: Vec<(String, PathBuf)> =
-            vec![("src/store.rs".into(), dir.join("src/store.rs"))];
-        let packs = PackSet::builtin();
-        let settings = Settings::default();
-        let engine = Engine::new(&packs, &settings);
-        let kept = super::FirstAudits::default();
         let run = |edited: &str| -> (usize, Vec<String>) {
-            let reads: Mutex<HashMap<PathBuf, usize>> = Mutex::default();
-            let count = |p: &Path| *reads.lock().unwrap().entry(p.to_path_buf()).or_default() += 1;
-            let found =
-                super::tests::session_findings(&dir, edited, &listing, engine, &kept, &count, true);
-            let n = reads
-                .into_inner()
-                .unwrap()
-                .get(&dir.join("src/store.rs"))
-                .copied()
-                .unwrap_or(0);
+            let (reads, found) = counting_reads(|count| {
+                let (listing, kept) = (&disk.listing, &disk.kept);
+                super::tests::session_run(dir, edited, listing, disk.engine(), kept, count)
+            });
+            let n = reads.get(&dir.join("src/store.rs")).copied().unwrap_or(0);
             (n, found)
         };
         let (first, found) = run(&edited);
@@ -2278,7 +2269,6 @@ mod tests {
             !now.iter().any(|f| f.contains("unfenced-correctness-lock")),
             "{now:?}"
         );
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// What an edited file's first audit assumes its crate gives it (what
@@ -2288,36 +2278,16 @@ mod tests {
     /// assumed nothing.
     #[test]
     fn an_assumed_gift_is_checked_against_the_crate() {
-        use crate::config::Settings;
-        use crate::engine::Engine;
-        use crate::pack::PackSet;
-
-        let (dir, listing) = wrapper_and_caller("assumed");
-        let packs = PackSet::builtin();
-        let settings = Settings::default();
-        let engine = Engine::new(&packs, &settings);
-        let kept = super::FirstAudits::default();
+        let disk = wrapper_and_caller("assumed");
+        let dir = &disk.dir;
         let calling = "use crate::locks::acquire_lock;\npub async fn run(con: &mut redis::aio::MultiplexedConnection) {\n    if acquire_lock(con, \"jobs\").await {\n        println!(\"won\");\n    }\n}\n";
         let check = |edited: &str, what: &str| {
-            let with = super::tests::session_findings(
-                &dir,
-                edited,
-                &listing,
-                engine,
-                &kept,
-                &|_| {},
-                true,
-            );
-            let fresh = super::FirstAudits::default();
-            let without = super::tests::session_findings(
-                &dir,
-                edited,
-                &listing,
-                engine,
-                &fresh,
-                &|_| {},
-                true,
-            );
+            let run = |kept: &super::FirstAudits| {
+                let engine = disk.engine();
+                super::tests::session_run(dir, edited, &disk.listing, engine, kept, &|_| {})
+            };
+            let with = run(&disk.kept);
+            let without = run(&super::FirstAudits::default());
             assert_eq!(with, without, "{what}");
             with
         };
@@ -2348,7 +2318,6 @@ mod tests {
         check(calling, "back");
         check("pub fn work() {}\n", "no call");
         check(calling, "calling again");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
