@@ -16,6 +16,10 @@ use super::chain::{macro_key, MacroArgs};
 use super::syntax::{macro_name, pat_names, type_text, vis_span, LOG_MACROS, OPAQUE_MACROS};
 use crate::source::{SourceFile, Span};
 
+/// Most functions of one name a call is ordered after
+/// ([`Index::callee_first`]).
+const MAX_SAME_NAME: usize = 16;
+
 /// Most traits remembered for one generic parameter name.
 const MAX_BOUNDS: usize = 16;
 
@@ -93,9 +97,93 @@ pub(super) struct Index<'ast> {
     /// Macros whose bodies may be read as expressions, once it is known
     /// which are worth it ([`Index::parse_macros`]).
     pending: Vec<&'ast syn::Macro>,
+    /// The names each of [`Self::fns`] calls (a path call's last segment,
+    /// a method's name), in its body outside macros: what orders the walk
+    /// callee first ([`Index::callee_first`]).
+    pub calls_in: Vec<Vec<&'ast syn::Ident>>,
+    /// The functions being visited, innermost last.
+    current: Vec<usize>,
 }
 
 impl<'ast> Index<'ast> {
+    /// Visits the body of the function just pushed, noting what it calls.
+    fn in_last_fn(&mut self, visit: impl FnOnce(&mut Self)) {
+        let f = self.fns.len() - 1;
+        self.calls_in.resize_with(self.fns.len(), Vec::new);
+        self.current.push(f);
+        visit(self);
+        self.current.pop();
+    }
+
+    fn note_call(&mut self, name: &'ast syn::Ident) {
+        if let Some(&f) = self.current.last() {
+            self.calls_in[f].push(name);
+        }
+    }
+
+    /// The order to walk the functions in: each after the functions of the
+    /// file it calls (by name), else in the file's order. A function that
+    /// hands back a lock call's outcome or an unexecuted command is then
+    /// known before its callers are walked, and one walk settles a file
+    /// whose own wrappers and builders call each other without a cycle.
+    pub fn callee_first(&self) -> Vec<usize> {
+        let n = self.fns.len();
+        let mut by_name: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, f) in self.fns.iter().enumerate() {
+            by_name.entry(f.name.as_str()).or_default().push(i);
+        }
+        // A name many functions share (the `fmt` and `default` of a
+        // generated file's thousands of types) orders nothing: a call of
+        // it would be an edge to each.
+        by_name.retain(|_, defs| defs.len() <= MAX_SAME_NAME);
+        let edges: Vec<Vec<usize>> = (0..n)
+            .map(|i| {
+                let mut to: Vec<usize> = self
+                    .calls_in
+                    .get(i)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|id| by_name.get(id.to_string().as_str()))
+                    .flatten()
+                    .copied()
+                    .filter(|&j| j != i)
+                    .collect();
+                to.sort_unstable();
+                to.dedup();
+                to
+            })
+            .collect();
+        // Depth first, without recursion (a generated file's chain of
+        // 10,000 calls is as deep): a function is placed once everything
+        // it calls is, a call back into a function being placed is a cycle
+        // and is skipped (another walk settles it).
+        let mut order = Vec::with_capacity(n);
+        let mut state = vec![0u8; n];
+        let mut stack: Vec<(usize, usize)> = Vec::new();
+        for root in 0..n {
+            if state[root] != 0 {
+                continue;
+            }
+            state[root] = 1;
+            stack.push((root, 0));
+            while let Some((f, next)) = stack.last_mut() {
+                let f = *f;
+                if let Some(&to) = edges[f].get(*next) {
+                    *next += 1;
+                    if state[to] == 0 {
+                        state[to] = 1;
+                        stack.push((to, 0));
+                    }
+                } else {
+                    state[f] = 2;
+                    order.push(f);
+                    stack.pop();
+                }
+            }
+        }
+        order
+    }
+
     /// Parses the bodies of the pending macros that could hold a lock call:
     /// a macro whose name, or an identifier inside, is `worth` reading (a
     /// name a pack matches, a function of this file, another file's
@@ -295,7 +383,7 @@ impl<'ast> Visit<'ast> for Index<'ast> {
             in_drop: false,
             body: &i.block,
         });
-        visit::visit_item_fn(self, i);
+        self.in_last_fn(|me| visit::visit_item_fn(me, i));
     }
 
     fn visit_item_struct(&mut self, i: &'ast syn::ItemStruct) {
@@ -348,7 +436,7 @@ impl<'ast> Visit<'ast> for Index<'ast> {
             in_drop: drop,
             body: &i.block,
         });
-        visit::visit_impl_item_fn(self, i);
+        self.in_last_fn(|me| visit::visit_impl_item_fn(me, i));
     }
 
     fn visit_item_trait(&mut self, i: &'ast syn::ItemTrait) {
@@ -378,6 +466,7 @@ impl<'ast> Visit<'ast> for Index<'ast> {
                 in_drop: false,
                 body,
             });
+            return self.in_last_fn(|me| visit::visit_trait_item_fn(me, i));
         }
         visit::visit_trait_item_fn(self, i);
     }
@@ -481,6 +570,20 @@ impl<'ast> Visit<'ast> for Index<'ast> {
             }
             syn::UseTree::Glob(_) => {}
         }
+    }
+
+    fn visit_expr_call(&mut self, i: &'ast syn::ExprCall) {
+        if let Expr::Path(p) = &*i.func {
+            if let Some(last) = p.path.segments.last() {
+                self.note_call(&last.ident);
+            }
+        }
+        visit::visit_expr_call(self, i);
+    }
+
+    fn visit_expr_method_call(&mut self, i: &'ast syn::ExprMethodCall) {
+        self.note_call(&i.method);
+        visit::visit_expr_method_call(self, i);
     }
 
     fn visit_item_extern_crate(&mut self, i: &'ast syn::ItemExternCrate) {

@@ -202,28 +202,30 @@ pub fn extract(file: &syn::File, src: &SourceFile, packs: &PackSet, opts: &Optio
     let empty = CalledElsewhere::default();
     let called_elsewhere = opts.called_elsewhere.unwrap_or(&empty);
     let mut wrappers: HashMap<String, Wrapper> = imported.clone();
+    let order = index.callee_first();
     let mut pass = 0;
     loop {
-        let (mut model, returned, learned, found) = run(
+        let ((mut model, returned, learned, found), stale) = run(
             &cx,
             &index.fns,
+            &order,
             &builders,
             &known,
             &wrappers,
             called_elsewhere,
         );
         pass += 1;
-        let new_builders =
-            builders.is_empty() && !returned.is_empty() && calls_any(&model, &returned);
+        // Walked callee first, a file's builders and wrappers are known
+        // where they are called, unless the calls go round a cycle.
+        let new_builders = builders.is_empty() && stale.builders;
         let new_strings =
             !cx.text_only.is_empty() && !learned.is_empty() && learns_text(&cx, &learned, &known);
-        // Wrappers of this file that are called in it and not known yet.
-        let new_wrappers = found
-            .iter()
-            .any(|(k, w)| !wrappers.contains_key(k) && calls_name(&model, &w.name));
+        // Wrappers of this file that are called in it and were not known
+        // where they are called.
+        let new_wrappers = stale.wrappers;
         // Builders and texts settle in three walks; a chain of wrappers of
-        // the file (`run_once` → `acquire_default` → `acquire` →
-        // `try_acquire`) needs one walk a layer, up to MAX_LOCAL_LAYERS.
+        // the file that calls itself round needs one walk a layer, up to
+        // MAX_LOCAL_LAYERS.
         let more = (pass < 3 && (new_builders || new_strings || new_wrappers))
             || (pass < MAX_LOCAL_LAYERS && new_wrappers);
         if !more {
@@ -402,22 +404,6 @@ fn wrapper_methods(wrappers: &HashMap<String, Wrapper>) -> HashMap<String, Vec<S
     by_name
 }
 
-fn calls_name(model: &FileModel, name: &str) -> bool {
-    model
-        .fns
-        .iter()
-        .flat_map(|f| &f.calls)
-        .any(|c| c.name == name)
-}
-
-fn calls_any(model: &FileModel, returned: &HashMap<String, Builder>) -> bool {
-    model
-        .fns
-        .iter()
-        .flat_map(|f| &f.calls)
-        .any(|c| !c.method && returned.contains_key(&c.name))
-}
-
 type Walked<'ast> = (
     FileModel,
     HashMap<String, Builder<'ast>>,
@@ -425,19 +411,43 @@ type Walked<'ast> = (
     HashMap<String, Wrapper>,
 );
 
+/// What a walk found out too late: a function called a wrapper or a
+/// builder of the file that was only known after it was walked (a cycle,
+/// or a call the walk order did not see).
+#[derive(Default)]
+struct Stale {
+    wrappers: bool,
+    builders: bool,
+}
+
+/// The key a function would have as a wrapper ([`Wrapper::key`]).
+fn wrapper_key(item: &FnItem) -> String {
+    match &item.self_ty {
+        Some(t) => format!("{}::{}", syntax::type_head(t), item.name),
+        None => item.name.clone(),
+    }
+}
+
+/// Walks `fns` in `order` (callee first, [`Index::callee_first`]): each
+/// wrapper and builder a function turns out to be is known to the
+/// functions walked after it, as the given `wrappers` and `returned` are
+/// to all.
+#[allow(clippy::too_many_arguments)]
 fn run<'ast>(
     cx: &Cx<'_, 'ast>,
     fns: &[FnItem<'ast>],
+    order: &[usize],
     returned: &HashMap<String, Builder<'ast>>,
     known: &KnownStrings,
     wrappers: &HashMap<String, Wrapper>,
     called_elsewhere: &CalledElsewhere,
-) -> Walked<'ast> {
+) -> (Walked<'ast>, Stale) {
+    #[cfg(test)]
+    tests::WALKS.with(|w| w.set(w.get() + 1));
     let mut model = FileModel::default();
     let mut learned = KnownStrings::default();
     let mut called = HashSet::new();
     let mut held = HashSet::new();
-    let wrapper_methods = wrapper_methods(wrappers);
     let mut found: HashMap<String, Option<Wrapper>> = HashMap::new();
     let mut dead = HashSet::new();
     // Events made only as a wrapper's inner call (a plain delete whose key
@@ -445,18 +455,37 @@ fn run<'ast>(
     // once the wrapper is called, where its own defects are reported.
     let mut inner_only: HashSet<EventId> = HashSet::new();
     let mut returns = HashMap::new();
+    // What the functions walked so far know: the given wrappers and
+    // builders, and those found since, each from the position in the walk
+    // after the function that is it.
+    let mut live_wrappers = wrappers.clone();
+    let mut live_methods = wrapper_methods(&live_wrappers);
+    let mut live_builders = returned.clone();
+    let mut wrapper_at: HashMap<String, usize> = HashMap::new();
+    let mut builder_at: HashMap<String, usize> = HashMap::new();
+    // A key two functions have is a wrapper only if one of them is: it is
+    // known once the last of them is walked.
+    let mut unwalked: HashMap<String, usize> = HashMap::new();
     for item in fns {
-        let f = FnId::of(model.fns.len());
-        let span = item.full_span(cx.src);
+        *unwalked.entry(wrapper_key(item)).or_default() += 1;
+    }
+    for item in fns {
         model.fns.push(FnModel {
             name: item.name.clone(),
             qualified: item.qualified.clone(),
-            span,
+            span: item.full_span(cx.src),
             first_line: item.first_line,
             params: item.params.iter().map(|(n, _)| n.clone()).collect(),
             in_drop: item.in_drop,
             ..FnModel::default()
         });
+    }
+    let mut position = vec![0; fns.len()];
+    for (at, &k) in order.iter().enumerate() {
+        position[k] = at;
+        let item = &fns[k];
+        let f = FnId::of(k);
+        let span = model.fns[f].span;
         let mut w = Walker {
             cx,
             model: &mut model,
@@ -467,7 +496,7 @@ fn run<'ast>(
             guards: Vec::new(),
             stmt_line: span.start.line,
             depth: 0,
-            returned,
+            returned: &live_builders,
             returns: None,
             let_init: None,
             let_events: Vec::new(),
@@ -478,8 +507,8 @@ fn run<'ast>(
                 .as_deref()
                 .map(|t| syntax::type_head(t).to_string()),
             learned: &mut learned,
-            wrappers,
-            wrapper_methods: &wrapper_methods,
+            wrappers: &live_wrappers,
+            wrapper_methods: &live_methods,
             wrappers_called: &mut called,
             wrappers_held: &mut held,
             returned_exprs: Vec::new(),
@@ -540,8 +569,50 @@ fn run<'ast>(
             // back; the events its body made of it are its callers' now.
             if item.ret.is_some() && item.self_ty.is_none() {
                 dead.extend(b.events.iter().copied());
+                if !returned.contains_key(&item.name) {
+                    live_builders.insert(item.name.clone(), b.builder.clone());
+                    builder_at.insert(item.name.clone(), at);
+                }
                 returns.insert(item.name.clone(), b.builder);
             }
+        }
+        let key = wrapper_key(item);
+        let left = unwalked.get_mut(&key).map(|n| {
+            *n -= 1;
+            *n
+        });
+        if left == Some(0) && !wrappers.contains_key(&key) {
+            // Each layer of a chain of the file's own wrappers keeps the
+            // layers below it: a call knows MAX_LOCAL_LAYERS of them, as
+            // it would after as many walks (a generated chain of 20,000
+            // functions costs no more).
+            let shallow = |wr: &&Wrapper| wr.inner.layers.len() + 1 < MAX_LOCAL_LAYERS;
+            if let Some(wr) = found.get(&key).and_then(Option::as_ref).filter(shallow) {
+                if wr.method {
+                    let keys = live_methods.entry(wr.name.clone()).or_default();
+                    keys.push(key.clone());
+                    keys.sort();
+                }
+                live_wrappers.insert(key.clone(), wr.clone());
+                wrapper_at.insert(key, at);
+            }
+        }
+    }
+    // A function that calls a wrapper or builder found at or after its own
+    // place in the walk did not know it.
+    let mut last_wrapper: HashMap<&str, usize> = HashMap::new();
+    for (key, &at) in &wrapper_at {
+        let last = last_wrapper
+            .entry(live_wrappers[key].name.as_str())
+            .or_default();
+        *last = (*last).max(at);
+    }
+    let mut stale = Stale::default();
+    for (k, f) in model.fns.iter().enumerate() {
+        let late = |at: Option<&usize>| at.is_some_and(|&at| at >= position[k]);
+        for c in &f.calls {
+            stale.builders |= !c.method && late(builder_at.get(&c.name));
+            stale.wrappers |= late(last_wrapper.get(c.name.as_str()));
         }
     }
     // The wrappers of this file whose inner calls are relayed: this
@@ -588,7 +659,7 @@ fn run<'ast>(
         .into_iter()
         .filter_map(|(n, w)| w.map(|w| (n, w)))
         .collect();
-    (model, returns, learned, found)
+    ((model, returns, learned, found), stale)
 }
 
 /// A file's model before the inner calls of its wrappers are relayed,
@@ -961,5 +1032,107 @@ fn remove_dead(model: &mut FileModel, dead: &HashSet<EventId>) {
         for g in &mut f.guards {
             keep(&mut g.events);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::{extract, Options};
+    use crate::config::Settings;
+    use crate::model::FileModel;
+    use crate::pack::{PackSet, Role};
+    use crate::source::SourceFile;
+
+    thread_local! {
+        /// Walks of a file's functions on this thread.
+        pub(super) static WALKS: Cell<usize> = const { Cell::new(0) };
+    }
+
+    /// The model of `text`, and how many walks it took.
+    fn walked(text: &str) -> (FileModel, usize) {
+        let packs = PackSet::builtin();
+        let settings = Settings::default();
+        let file = syn::parse_file(text).unwrap();
+        let src = SourceFile::new("src/locks.rs", text);
+        WALKS.with(|w| w.set(0));
+        let model = extract(&file, &src, &packs, &Options::new(&settings.lock_name));
+        (model, WALKS.with(Cell::get))
+    }
+
+    fn wrappers(model: &FileModel) -> Vec<&str> {
+        model.wrappers.iter().map(|(k, _)| k.as_str()).collect()
+    }
+
+    const TAKE: &str = "redis::cmd(\"SET\").arg(key).arg(\"me\").arg(\"NX\").arg(\"PX\").arg(ttl)\n        .query_async::<Option<String>>(con).await.map(|r| r.is_some()).unwrap_or(false)";
+
+    /// A chain of the file's own wrappers, written callers first, is
+    /// known layer by layer in one walk: each function is walked after
+    /// the ones it calls.
+    #[test]
+    fn a_chain_of_wrappers_is_settled_in_one_walk() {
+        let text = format!(
+            "type C = redis::aio::MultiplexedConnection;\n\
+             pub async fn poll(con: &mut C) {{ if run_once(con).await {{ work(); }} }}\n\
+             async fn run_once(con: &mut C) -> bool {{ acquire_default(con, \"jobs\").await }}\n\
+             async fn acquire_default(con: &mut C, key: &str) -> bool {{ acquire(con, key, 30_000).await }}\n\
+             async fn acquire(con: &mut C, key: &str, ttl: u64) -> bool {{ try_acquire(con, key, ttl).await }}\n\
+             async fn try_acquire(con: &mut C, key: &str, ttl: u64) -> bool {{\n    {TAKE}\n}}\n\
+             fn work() {{}}\n"
+        );
+        let (model, walks) = walked(&text);
+        assert_eq!(
+            wrappers(&model),
+            ["acquire", "acquire_default", "run_once", "try_acquire"]
+        );
+        assert_eq!(walks, 1);
+        // The outermost call is a lock site of `poll`.
+        let poll = model.find_fn("poll").unwrap();
+        assert!(
+            model.fn_events(poll).any(|e| e.role == Role::TryAcquire),
+            "{:?}",
+            model.events
+        );
+    }
+
+    /// Wrappers that call each other round a cycle are still found: the
+    /// file is walked again knowing what the first walk found late.
+    #[test]
+    fn wrappers_round_a_cycle_are_found_by_another_walk() {
+        let text = format!(
+            "type C = redis::aio::MultiplexedConnection;\n\
+             async fn take(con: &mut C, key: &str, ttl: u64, again: bool) -> bool {{\n\
+                 if again {{ return take_again(con, key, ttl).await; }}\n    {TAKE}\n}}\n\
+             async fn take_again(con: &mut C, key: &str, ttl: u64) -> bool {{ take(con, key, ttl, false).await }}\n\
+             pub async fn poll(con: &mut C) {{ if take_again(con, \"jobs\", 30_000).await {{}} }}\n"
+        );
+        let (model, walks) = walked(&text);
+        assert_eq!(wrappers(&model), ["take", "take_again"]);
+        assert!(walks > 1, "{walks}");
+        let poll = model.find_fn("poll").unwrap();
+        assert!(model.fn_events(poll).any(|e| e.role == Role::TryAcquire));
+    }
+
+    /// An unexecuted command a function returns is continued where a
+    /// caller written above it runs it, in the same walk.
+    #[test]
+    fn a_builder_below_its_caller_is_known_in_one_walk() {
+        let text = "pub fn poll(con: &mut redis::Connection) -> bool {\n\
+                    \x20   lock_cmd(\"jobs\").query::<Option<String>>(con).map(|r| r.is_some()).unwrap_or(false)\n\
+                    }\n\
+                    fn lock_cmd(key: &str) -> redis::Cmd {\n\
+                    \x20   let mut c = redis::cmd(\"SET\");\n\
+                    \x20   c.arg(key).arg(\"me\").arg(\"NX\").arg(\"PX\").arg(30_000);\n\
+                    \x20   c\n\
+                    }\n";
+        let (model, walks) = walked(text);
+        assert_eq!(walks, 1);
+        let poll = model.find_fn("poll").unwrap();
+        assert!(
+            model.fn_events(poll).any(|e| e.role == Role::TryAcquire),
+            "{:?}",
+            model.events
+        );
     }
 }
