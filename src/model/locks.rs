@@ -6,7 +6,8 @@
 //! paired here too ([`Locks::read_before`], [`Locks::owner_read`]), and so
 //! are an owner check's constant ([`Locks::constant_owner`]), a key only
 //! its holder has ([`Locks::owned_key`]) and an expiry set after the take
-//! ([`Locks::later_renewal`]).
+//! ([`Locks::later_renewal`]). Which lock a release with another key
+//! misses is paired beside it ([`super::missed_release::OpenLocks`]).
 //!
 //! The pairing rule, for an event that is not an acquisition:
 //! 1. in the same function, the latest earlier acquisition of the same key;

@@ -14,6 +14,7 @@ pub const INTEGER_TYPES: [&str; 12] = [
 pub mod keys;
 pub mod lockname;
 pub mod locks;
+pub mod missed_release;
 pub mod resolve;
 pub mod tokens;
 
