@@ -1096,6 +1096,57 @@ mod tests {
         );
     }
 
+    /// Methods of the file's own type, called through `self` and written
+    /// callers first, are ordered the same way: one walk.
+    #[test]
+    fn a_chain_of_methods_is_settled_in_one_walk() {
+        let text = format!(
+            "pub struct RedisLock {{ con: redis::aio::MultiplexedConnection }}\n\
+             impl RedisLock {{\n\
+                 pub async fn poll(&mut self) {{ if self.run_once().await {{}} }}\n\
+                 async fn run_once(&mut self) -> bool {{ self.acquire(\"jobs\", 30_000).await }}\n\
+                 async fn acquire(&mut self, key: &str, ttl: u64) -> bool {{ Self::try_acquire(&mut self.con, key, ttl).await }}\n\
+                 async fn try_acquire(con: &mut redis::aio::MultiplexedConnection, key: &str, ttl: u64) -> bool {{\n    {TAKE}\n}}\n\
+             }}\n"
+        );
+        let (model, walks) = walked(&text);
+        assert_eq!(
+            wrappers(&model),
+            [
+                "RedisLock::acquire",
+                "RedisLock::run_once",
+                "RedisLock::try_acquire"
+            ]
+        );
+        assert_eq!(walks, 1);
+        let poll = model.find_fn("poll").unwrap();
+        assert!(model.fn_events(poll).any(|e| e.role == Role::TryAcquire));
+    }
+
+    /// A generated chain of wrappers is followed MAX_LOCAL_LAYERS layers
+    /// deep, as many walks followed it: each layer keeps the ones below,
+    /// so 40 layers (or 20,000) cost no more.
+    #[test]
+    fn a_long_chain_of_wrappers_is_followed_a_bounded_depth() {
+        let mut text = String::from("type C = redis::aio::MultiplexedConnection;\n");
+        for i in 0..40 {
+            text.push_str(&format!(
+                "async fn f{i}(con: &mut C, key: &str, ttl: u64) -> bool {{ f{}(con, key, ttl).await }}\n",
+                i + 1
+            ));
+        }
+        text.push_str(&format!(
+            "async fn f40(con: &mut C, key: &str, ttl: u64) -> bool {{\n    {TAKE}\n}}\n"
+        ));
+        let (model, walks) = walked(&text);
+        assert_eq!(walks, 1);
+        assert_eq!(model.wrappers.len(), super::MAX_LOCAL_LAYERS);
+        assert!(model
+            .events
+            .iter()
+            .all(|e| e.layers.len() < super::MAX_LOCAL_LAYERS));
+    }
+
     /// Wrappers that call each other round a cycle are still found: the
     /// file is walked again knowing what the first walk found late.
     #[test]
