@@ -1065,6 +1065,17 @@ mod tests {
         model.wrappers.iter().map(|(k, _)| k.as_str()).collect()
     }
 
+    /// The function `poll` holds a lock call: a wrapper's call, or the
+    /// command a builder hands it.
+    fn assert_poll_takes(model: &FileModel) {
+        let poll = model.find_fn("poll").expect("poll");
+        assert!(
+            model.fn_events(poll).any(|e| e.role == Role::TryAcquire),
+            "{:?}",
+            model.events
+        );
+    }
+
     const TAKE: &str = "redis::cmd(\"SET\").arg(key).arg(\"me\").arg(\"NX\").arg(\"PX\").arg(ttl)\n        .query_async::<Option<String>>(con).await.map(|r| r.is_some()).unwrap_or(false)";
 
     /// A chain of the file's own wrappers, written callers first, is
@@ -1088,12 +1099,7 @@ mod tests {
         );
         assert_eq!(walks, 1);
         // The outermost call is a lock site of `poll`.
-        let poll = model.find_fn("poll").unwrap();
-        assert!(
-            model.fn_events(poll).any(|e| e.role == Role::TryAcquire),
-            "{:?}",
-            model.events
-        );
+        assert_poll_takes(&model);
     }
 
     /// Methods of the file's own type, called through `self` and written
@@ -1119,8 +1125,7 @@ mod tests {
             ]
         );
         assert_eq!(walks, 1);
-        let poll = model.find_fn("poll").unwrap();
-        assert!(model.fn_events(poll).any(|e| e.role == Role::TryAcquire));
+        assert_poll_takes(&model);
     }
 
     /// A generated chain of wrappers is followed MAX_LOCAL_LAYERS layers
@@ -1161,8 +1166,7 @@ mod tests {
         let (model, walks) = walked(&text);
         assert_eq!(wrappers(&model), ["take", "take_again"]);
         assert!(walks > 1, "{walks}");
-        let poll = model.find_fn("poll").unwrap();
-        assert!(model.fn_events(poll).any(|e| e.role == Role::TryAcquire));
+        assert_poll_takes(&model);
     }
 
     /// An unexecuted command a function returns is continued where a
@@ -1179,11 +1183,6 @@ mod tests {
                     }\n";
         let (model, walks) = walked(text);
         assert_eq!(walks, 1);
-        let poll = model.find_fn("poll").unwrap();
-        assert!(
-            model.fn_events(poll).any(|e| e.role == Role::TryAcquire),
-            "{:?}",
-            model.events
-        );
+        assert_poll_takes(&model);
     }
 }
