@@ -566,9 +566,15 @@ impl Wrapper {
     /// (two types' methods of one name are two wrappers), a function by its
     /// name.
     pub fn key(&self) -> String {
-        match &self.owner {
-            Some(owner) if self.method => format!("{owner}::{}", self.name),
-            _ => self.name.clone(),
+        Wrapper::key_of(self.owner.as_deref().filter(|_| self.method), &self.name)
+    }
+
+    /// The key of a method of `owner` named `name`, or of the function
+    /// `name` when there is no owner.
+    pub fn key_of(owner: Option<&str>, name: &str) -> String {
+        match owner {
+            Some(owner) => format!("{owner}::{name}"),
+            None => name.to_string(),
         }
     }
 }

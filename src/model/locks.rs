@@ -63,7 +63,7 @@ pub struct Locks {
     default_purpose: Option<Purpose>,
 }
 
-fn is_take(e: &Event) -> bool {
+pub(super) fn is_take(e: &Event) -> bool {
     matches!(e.role, Role::Acquire | Role::TryAcquire)
 }
 

@@ -11,6 +11,7 @@
 
 use std::collections::HashMap;
 
+use super::locks::is_take;
 use super::{Event, FileModel, FnId, Key};
 use crate::pack::Role;
 use crate::source::Span;
@@ -73,10 +74,6 @@ fn names(text: &str, name: &str) -> bool {
     false
 }
 
-fn takes(e: &Event) -> bool {
-    matches!(e.role, Role::Acquire | Role::TryAcquire)
-}
-
 fn releases(e: &Event) -> bool {
     matches!(e.role, Role::Release | Role::Delete)
 }
@@ -130,7 +127,7 @@ impl<'m> OpenLocks<'m> {
         let paired = model
             .events
             .iter()
-            .filter(|e| takes(e) || releases(e))
+            .filter(|e| is_take(e) || releases(e))
             .count();
         if paired > MAX_PAIRED {
             return None;
@@ -141,7 +138,7 @@ impl<'m> OpenLocks<'m> {
             let left: Vec<&Event> = events
                 .iter()
                 .copied()
-                .filter(|a| takes(a))
+                .filter(|a| is_take(a))
                 .filter(|a| {
                     let Some(ak) = &a.key else { return false };
                     !events
@@ -198,9 +195,7 @@ impl<'m> OpenLocks<'m> {
         if !doubled {
             let own = self
                 .model
-                .events
-                .iter()
-                .filter(|e| takes(e))
+                .takes()
                 .any(|e| e.key.as_ref().is_some_and(|k| same_key(k, rk)));
             if wraps(ak, rk) || own || lock_shape == release_shape {
                 return None;

@@ -422,10 +422,7 @@ struct Stale {
 
 /// The key a function would have as a wrapper ([`Wrapper::key`]).
 fn wrapper_key(item: &FnItem) -> String {
-    match &item.self_ty {
-        Some(t) => format!("{}::{}", syntax::type_head(t), item.name),
-        None => item.name.clone(),
-    }
+    Wrapper::key_of(item.self_ty.as_deref().map(syntax::type_head), &item.name)
 }
 
 /// Walks `fns` in `order` (callee first, [`Index::callee_first`]): each
