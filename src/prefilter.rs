@@ -1,5 +1,8 @@
-//! The sound pre-filter: one multi-pattern pass over a file's bytes decides
-//! whether the file could produce any finding. A file is parsed when it holds
+//! The sound pre-filter: a multi-pattern pass over a file's bytes decides
+//! whether the file could produce any finding. A first search, for the few
+//! needles every admission needs one of (the crate names, the always words
+//! and the words of APIs that need no crate), rejects most files at the
+//! speed of a packed SIMD search; only a file it hits gets the full pass. A file is parsed when it holds
 //! an annotation or suppression word, or when some API that can lead to a
 //! finding could match it, judged as the extractor judges it: the API's
 //! name (method, function, macro or command) stands as a whole identifier
@@ -46,6 +49,15 @@ struct Seen {
 
 pub struct Prefilter {
     ac: AhoCorasick,
+    /// The needles without which no file is worth parsing: the always
+    /// words, the crate names, and the words of APIs that need no crate
+    /// (every other API needs one of its crates as a word). Far rarer than
+    /// the API names (`set`, `get`, `lock`), so most files are rejected by
+    /// one search for these that stops at the first hit, before the full
+    /// overlapping pass ([`Prefilter::first_hit`]).
+    first: AhoCorasick,
+    /// The longest of those, in bytes.
+    first_longest: usize,
     /// Needles whose presence anywhere makes a file worth parsing.
     always: Vec<bool>,
     /// Needles whose presence at the start of a word makes a file worth
@@ -123,13 +135,49 @@ impl Prefilter {
         let mut needles: Vec<(usize, String)> = ids.into_iter().map(|(w, i)| (i, w)).collect();
         needles.sort();
         let count = needles.len();
-        let ac = AhoCorasickBuilder::new()
-            .ascii_case_insensitive(true)
-            .match_kind(MatchKind::Standard)
-            // A DFA: the fastest search, and the needles are few.
-            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
-            .build(needles.iter().map(|(_, w)| w.as_str()))
+        let build = |words: &mut dyn Iterator<Item = &str>| {
+            AhoCorasickBuilder::new()
+                .ascii_case_insensitive(true)
+                .match_kind(MatchKind::Standard)
+                // A DFA: the fastest search, and the needles are few.
+                .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+                .build(words)
+                .expect("pre-filter needles build")
+        };
+        let ac = build(&mut needles.iter().map(|(_, w)| w.as_str()));
+        // Every way `reason_in` lets a file through needs one of these
+        // as a substring: an always word, a crate's name (each gate with
+        // crates, and the client alias, need one as a word), or the word
+        // of a gate without crates or of an always-start API.
+        let mut first_ids: Vec<usize> = always_ids.iter().chain(&crate_ids).copied().collect();
+        first_ids.extend(&always_start_ids);
+        for g in &gates {
+            if g.crates.is_empty() {
+                first_ids.push(g.needle);
+            }
+            first_ids.extend(&g.crates);
+        }
+        first_ids.sort_unstable();
+        first_ids.dedup();
+        // Searched case-sensitively in lowercased bytes (the needles are
+        // lowercase): a case-insensitive automaton cannot use the packed
+        // SIMD search, which is several times faster on these few needles.
+        // A needle that holds another is found wherever that one is: only
+        // the others are searched for, which keeps the set small enough
+        // for the packed search (64 needles).
+        let words_of =
+            |ids: &[usize]| -> Vec<&str> { ids.iter().map(|&i| needles[i].1.as_str()).collect() };
+        let all_first = words_of(&first_ids);
+        let first_words: Vec<&str> = all_first
+            .iter()
+            .copied()
+            .filter(|w| !all_first.iter().any(|o| o != w && w.contains(o)))
+            .collect();
+        let first = AhoCorasickBuilder::new()
+            .match_kind(MatchKind::LeftmostFirst)
+            .build(&first_words)
             .expect("pre-filter needles build");
+        let first_longest = first_words.iter().map(|w| w.len()).max().unwrap_or(0);
         let mut always = vec![false; count];
         for i in always_ids {
             always[i] = true;
@@ -144,6 +192,8 @@ impl Prefilter {
         }
         Prefilter {
             ac,
+            first,
+            first_longest,
             always,
             always_start,
             trigger,
@@ -173,6 +223,29 @@ impl Prefilter {
         crate::model::lockname::is_lock_name(&self.lock_name, &text)
     }
 
+    /// Whether one of the first needles occurs in `bytes`, ASCII case
+    /// ignored. The bytes are lowercased a chunk at a time into a small
+    /// buffer; consecutive chunks overlap by the longest needle less one
+    /// byte, so a needle across a chunk's end is still found whole.
+    fn first_hit(&self, bytes: &[u8]) -> bool {
+        const CHUNK: usize = 32 * 1024;
+        let overlap = self.first_longest.saturating_sub(1);
+        let mut buf = Vec::with_capacity(CHUNK.min(bytes.len()) + overlap);
+        let mut start = 0;
+        loop {
+            let end = (start + CHUNK + overlap).min(bytes.len());
+            buf.clear();
+            buf.extend(bytes[start..end].iter().map(u8::to_ascii_lowercase));
+            if self.first.is_match(&buf[..]) {
+                return true;
+            }
+            if end == bytes.len() {
+                return false;
+            }
+            start += CHUNK;
+        }
+    }
+
     /// Whether the file could produce any finding.
     pub fn could_match(&self, bytes: &[u8]) -> bool {
         self.reason(bytes).is_some()
@@ -192,6 +265,16 @@ impl Prefilter {
     }
 
     fn reason_in(&self, bytes: &[u8], own_crate: Option<&str>) -> Option<&str> {
+        // A lock crate's own file counts its crate as seen: the first
+        // search cannot reject it.
+        if own_crate.is_none() && !self.first_hit(bytes) {
+            return None;
+        }
+        self.full_reason(bytes, own_crate)
+    }
+
+    /// The overlapping pass over every needle, which decides.
+    fn full_reason(&self, bytes: &[u8], own_crate: Option<&str>) -> Option<&str> {
         let mut seen = vec![Seen::default(); self.count];
         if let Some(c) = own_crate {
             let c = c.to_ascii_lowercase();
@@ -290,6 +373,61 @@ mod tests {
 
     const DEL: &str = "fn release(con: &mut redis::Connection, lock: &str) {\n    \
                        redis::cmd(\"DEL\").arg(lock).query::<()>(con).ok();\n}\n";
+
+    /// The first search rejects only files the full pass would reject:
+    /// every fixture, as written and with its letters' case changed, is
+    /// judged the same with and without it.
+    #[test]
+    fn the_first_search_rejects_only_what_the_full_pass_rejects() {
+        let packs = PackSet::builtin();
+        let pre = Prefilter::new(&packs, &Regex::new("(?i)lock").unwrap());
+        let mut files = Vec::new();
+        let mut dirs = vec![std::path::PathBuf::from("fixtures")];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else if p.extension().is_some_and(|x| x == "rs") {
+                    files.push(std::fs::read(&p).unwrap());
+                }
+            }
+        }
+        assert!(files.len() > 100, "{} fixture files", files.len());
+        let (mut admitted, mut rejected) = (0, 0);
+        for f in &files {
+            for text in [f.clone(), f.to_ascii_uppercase(), f.to_ascii_lowercase()] {
+                let full = pre.full_reason(&text, None).is_some();
+                assert_eq!(pre.could_match(&text), full);
+                if full {
+                    admitted += 1;
+                } else {
+                    rejected += 1;
+                }
+            }
+        }
+        // Both outcomes are exercised.
+        assert!(admitted > 100 && rejected > 10, "{admitted} / {rejected}");
+    }
+
+    /// A needle across the end of a lowercased chunk is found whole.
+    #[test]
+    fn the_first_search_finds_a_needle_across_chunks() {
+        let packs = PackSet::builtin();
+        let pre = Prefilter::new(&packs, &Regex::new("(?i)lock").unwrap());
+        let chunk = 32 * 1024;
+        for at in (chunk - 8)..(chunk + 8) {
+            for needle in ["Redis", "SQLX", "lock-purpose"] {
+                let mut text = vec![b' '; at];
+                text.extend_from_slice(needle.as_bytes());
+                text.extend(std::iter::repeat_n(b' ', 3 * chunk));
+                assert!(pre.first_hit(&text), "{needle} at {at}");
+            }
+            let text = vec![b'x'; at + 3 * chunk];
+            assert!(!pre.first_hit(&text));
+        }
+        assert!(!pre.first_hit(b""));
+    }
 
     /// An anchored `lock-name-pattern` matches words, never the whole
     /// text: the pre-filter must judge words as the extractor does.
