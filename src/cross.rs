@@ -57,9 +57,12 @@ pub struct Audited {
     /// Its words, from the first audit: whether it could reach another
     /// file's offer is asked of them, not of its text.
     pub words: Option<FileWords>,
-    /// Its bytes, kept once a round of the passes audited it again (a
-    /// later round may do so again). Before that its text is in the facts
-    /// its audit kept, if any, or read when needed.
+    /// Its bytes, kept when the passes took its words and saw that they
+    /// will read it again (it reaches another file's offer, or may define
+    /// a function a fencing check asked for), or once a round of the
+    /// passes audited it again (a later round may do so again). Otherwise
+    /// its text is in the facts its audit kept, if any, or read when
+    /// needed.
     pub bytes: Option<Arc<[u8]>>,
     /// What its first audit already knew of its crate (an editor
     /// session's file, audited knowing what the crate gave it at the
@@ -192,7 +195,7 @@ impl Roots {
 }
 
 use crate::model::extract::field_text_parts;
-use crate::model::resolve::module_of;
+use crate::model::resolve::{module_of, Wanted};
 
 /// What one pass over a file's text finds: every identifier, those that
 /// are called (followed by `(`, after spaces and a turbofish), each with
@@ -410,6 +413,41 @@ impl Needles {
     fn in_words(&self, words: &FileWords) -> bool {
         words.meets(&self.0)
     }
+}
+
+/// The words a file's text must hold (one of each set) to reach any of
+/// `names` among a crate's `offers`: a name, and a type or module that
+/// reaches an offer.
+fn needles_for(offers: &Offers, names: &[&str]) -> (Needles, Needles) {
+    let reach = Needles::new(
+        offers
+            .wrappers
+            .values()
+            .flat_map(|(_, w)| {
+                if w.method {
+                    [w.owner.as_deref(), w.via_trait.as_deref()]
+                } else {
+                    [w.module.as_deref(), None]
+                }
+            })
+            .flatten()
+            .chain(offers.texts.values().filter_map(|(_, m, _)| m.as_deref()))
+            // A type alias of another file stands for its type.
+            .chain(offers.types.keys().map(String::as_str))
+            .chain(
+                offers
+                    .texts
+                    .keys()
+                    .filter_map(|n| field_text_parts(n).map(|(ty, _)| ty)),
+            ),
+    );
+    // A method is found by its name (not `Type::name`), a field's text by
+    // the field's.
+    let words = names.iter().map(|n| match offers.wrappers.get(*n) {
+        Some((_, w)) => w.name.as_str(),
+        None => field_text_parts(n).map_or(*n, |(_, f)| f),
+    });
+    (Needles::new(words), reach)
 }
 
 /// Rounds of pass 1: a wrapper of a wrapper defined in another file is
@@ -1124,17 +1162,66 @@ pub fn crate_passes(
     let missing: Vec<usize> = (0..files.len())
         .filter(|&i| files[i].words.is_none() && offering.contains(&crate_of[i]))
         .collect();
-    let taken: Vec<(usize, Option<FileWords>)> = pool.install(|| {
-        missing
-            .par_iter()
-            .map(|&i| {
-                let words = files[i].text(sources).map(|b| FileWords::of(&b));
-                (i, words)
+    // The bytes of a file the passes will read again are kept now: one
+    // whose words meet what the first round looks for in its crate (it
+    // reaches an offer), or that may define a function a fencing check of
+    // its crate asked for.
+    /// A file's words, and its bytes when kept.
+    type Taken = (usize, FileWords, Option<Arc<[u8]>>);
+    let taken: Vec<Taken> = {
+        let offers = if missing.is_empty() {
+            ByCrate::new()
+        } else {
+            unambiguous(files, &crate_of)
+        };
+        let needles: HashMap<&PathBuf, (Needles, Needles)> = offers
+            .iter()
+            .map(|(root, o)| {
+                let names: Vec<&str> = o
+                    .wrappers
+                    .keys()
+                    .chain(o.texts.keys())
+                    .chain(o.types.keys())
+                    .map(String::as_str)
+                    .collect();
+                (root, needles_for(o, &names))
             })
-            .collect()
-    });
-    for (i, words) in taken {
-        files[i].words = words;
+            .collect();
+        let mut asked: HashMap<&PathBuf, Vec<&Wanted>> = HashMap::new();
+        for (f, root) in files.iter().zip(&crate_of) {
+            asked
+                .entry(root)
+                .or_default()
+                .extend(&f.outcome.asked.calls);
+        }
+        let read_again = |i: usize, words: &FileWords| {
+            let root = &crate_of[i];
+            let reaches = |(names, reach): &(Needles, Needles)| {
+                names.in_words(words) && reach.in_words(words)
+            };
+            let defines = |wanted: &Vec<&Wanted>| {
+                let module = module_of(Path::new(&files[i].shown));
+                wanted.iter().any(|w| w.may_be_in(words, module.as_deref()))
+            };
+            needles.get(root).is_some_and(reaches) || asked.get(root).is_some_and(defines)
+        };
+        pool.install(|| {
+            missing
+                .par_iter()
+                .filter_map(|&i| {
+                    let bytes = files[i].text(sources)?;
+                    let words = FileWords::of(&bytes);
+                    let keep = read_again(i, &words).then_some(bytes);
+                    Some((i, words, keep))
+                })
+                .collect()
+        })
+    };
+    for (i, words, bytes) in taken {
+        files[i].words = Some(words);
+        if bytes.is_some() {
+            files[i].bytes = bytes;
+        }
     }
     // A file audited knowing what an earlier run's crate gave it is
     // checked against what the crate gives it now.
@@ -1341,38 +1428,7 @@ fn offer_wrappers(
         // than a scan.
         let needles: HashMap<&PathBuf, (Needles, Needles)> = fresh
             .iter()
-            .map(|(root, names)| {
-                let offers = &next[*root];
-                let reach = Needles::new(
-                    offers
-                        .wrappers
-                        .values()
-                        .flat_map(|(_, w)| {
-                            if w.method {
-                                [w.owner.as_deref(), w.via_trait.as_deref()]
-                            } else {
-                                [w.module.as_deref(), None]
-                            }
-                        })
-                        .flatten()
-                        .chain(offers.texts.values().filter_map(|(_, m, _)| m.as_deref()))
-                        // A type alias of another file stands for its type.
-                        .chain(offers.types.keys().map(String::as_str))
-                        .chain(
-                            offers
-                                .texts
-                                .keys()
-                                .filter_map(|n| field_text_parts(n).map(|(ty, _)| ty)),
-                        ),
-                );
-                // A method is found by its name (not `Type::name`), a
-                // field's text by the field's.
-                let words = names.iter().map(|n| match offers.wrappers.get(*n) {
-                    Some((_, w)) => w.name.as_str(),
-                    None => field_text_parts(n).map_or(*n, |(_, f)| f),
-                });
-                (*root, (Needles::new(words), reach))
-            })
+            .map(|(root, names)| (*root, needles_for(&next[*root], names)))
             .collect();
         // Pass 1: the files that reach an offer, each audited knowing what
         // it reaches (and nothing else: what a file is given is bounded by
@@ -1672,7 +1728,9 @@ mod tests {
     /// again; the words of the rest answer whether they reach an offer.
     /// Taken in the first audit (the editor), the words cost no read; taken
     /// by the passes (a batch run), one read of each file of the crate that
-    /// offers, once however many rounds ask.
+    /// offers, once however many rounds ask, and the bytes of a file whose
+    /// words reach the offer are kept then: the caller is read twice in
+    /// either run.
     #[test]
     fn the_passes_read_only_what_they_audit_again_once() {
         for words_first in [true, false] {
@@ -1715,7 +1773,7 @@ mod tests {
             let n = reads[shown];
             let want = match shown.as_str() {
                 "src/locks.rs" => 1,
-                "src/jobs.rs" => 2 + for_words,
+                "src/jobs.rs" => 2,
                 _ => 1 + for_words,
             };
             assert_eq!(
@@ -1767,10 +1825,10 @@ mod tests {
         assert_eq!(found, ["17:23 unfenced-correctness-lock"]);
         // Lock-free files are read by the walk and once more for their
         // words (a batch run takes words only in crates that ask); the
-        // index reads and models store.rs, which holds the call's
-        // definition, and neither look-alike.
+        // bytes of store.rs, which may hold the call's definition, are
+        // kept then for the index to model, and neither look-alike's.
         assert_eq!(reads["src/lib.rs"], 1, "{reads:?}");
-        assert_eq!(reads["src/store.rs"], 3, "{reads:?}");
+        assert_eq!(reads["src/store.rs"], 2, "{reads:?}");
         assert_eq!(reads["src/archive.rs"], 2, "{reads:?}");
         assert_eq!(reads["src/cache.rs"], 2, "{reads:?}");
     }

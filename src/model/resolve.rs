@@ -92,7 +92,7 @@ impl Wanted {
     }
 
     /// Whether a file with `words`, as module `module`, may define it.
-    fn may_be_in(&self, words: &FileWords, module: Option<&str>) -> bool {
+    pub(crate) fn may_be_in(&self, words: &FileWords, module: Option<&str>) -> bool {
         words.defines(&self.name)
             && self.owner.as_deref().is_none_or(|o| words.has(o))
             && self.module.as_deref().is_none_or(|m| module == Some(m))
