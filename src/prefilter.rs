@@ -2,21 +2,22 @@
 //! whether the file could produce any finding. A first search, for the few
 //! needles every admission needs one of (the crate names, the always words
 //! and the words of APIs that need no crate), rejects most files at the
-//! speed of a packed SIMD search; only a file it hits gets the full pass. A file is parsed when it holds
-//! an annotation or suppression word, or when some API that can lead to a
-//! finding could match it, judged as the extractor judges it: the API's
-//! name (method, function, macro or command) stands as a whole identifier
-//! or string, or a trigger word of its pack starts a word (text-matched
-//! APIs); a crate of its evidence is a word of some identifier, when the API
-//! needs that evidence; and some word is a lock name, when the API only
-//! counts on lock-named keys. A file is also parsed when it declares a type
-//! alias naming a lock client's crate (`type Api = kube::Api<Lease>;`): it
-//! finds nothing itself, but tells the crate's other files what a receiver
-//! declared with the alias is. Effects, mints and token reads alone never
-//! produce a finding (they only matter next to an acquisition), so they open
-//! no file. The extractor can only match what these words spell, so no
-//! finding is ever lost; a test compares every fixture with and without the
-//! filter, and the `check_bytes` fuzz target checks it on arbitrary input.
+//! speed of a packed SIMD search; only a file it hits gets the full pass. A
+//! file is parsed when it holds an annotation or suppression word, or when
+//! some API that can lead to a finding could match it, judged as the
+//! extractor judges it: the API's name (method, function, macro or command)
+//! stands as a whole identifier or string, or a trigger word of its pack
+//! starts a word (text-matched APIs); a crate of its evidence is a word of
+//! some identifier, when the API needs that evidence; and some word is a
+//! lock name, when the API only counts on lock-named keys. A file is also
+//! parsed when it declares a type alias naming a lock client's crate (`type
+//! Api = kube::Api<Lease>;`): it finds nothing itself, but tells the
+//! crate's other files what a receiver declared with the alias is. Effects,
+//! mints and token reads alone never produce a finding (they only matter
+//! next to an acquisition), so they open no file. The extractor can only
+//! match what these words spell, so no finding is ever lost; a test
+//! compares every fixture with and without the filter, and the
+//! `check_bytes` fuzz target checks it on arbitrary input.
 
 use std::collections::BTreeMap;
 
