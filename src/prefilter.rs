@@ -136,16 +136,13 @@ impl Prefilter {
         let mut needles: Vec<(usize, String)> = ids.into_iter().map(|(w, i)| (i, w)).collect();
         needles.sort();
         let count = needles.len();
-        let build = |words: &mut dyn Iterator<Item = &str>| {
-            AhoCorasickBuilder::new()
-                .ascii_case_insensitive(true)
-                .match_kind(MatchKind::Standard)
-                // A DFA: the fastest search, and the needles are few.
-                .kind(Some(aho_corasick::AhoCorasickKind::DFA))
-                .build(words)
-                .expect("pre-filter needles build")
-        };
-        let ac = build(&mut needles.iter().map(|(_, w)| w.as_str()));
+        let ac = AhoCorasickBuilder::new()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::Standard)
+            // A DFA: the fastest search, and the needles are few.
+            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+            .build(needles.iter().map(|(_, w)| w.as_str()))
+            .expect("pre-filter needles build");
         // Every way `reason_in` lets a file through needs one of these
         // as a substring: an always word, a crate's name (each gate with
         // crates, and the client alias, need one as a word), or the word
@@ -166,9 +163,7 @@ impl Prefilter {
         // A needle that holds another is found wherever that one is: only
         // the others are searched for, which keeps the set small enough
         // for the packed search (64 needles).
-        let words_of =
-            |ids: &[usize]| -> Vec<&str> { ids.iter().map(|&i| needles[i].1.as_str()).collect() };
-        let all_first = words_of(&first_ids);
+        let all_first: Vec<&str> = first_ids.iter().map(|&i| needles[i].1.as_str()).collect();
         let first_words: Vec<&str> = all_first
             .iter()
             .copied()
