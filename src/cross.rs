@@ -1168,12 +1168,13 @@ pub fn crate_passes(
     // its crate asked for.
     /// A file's words, and its bytes when kept.
     type Taken = (usize, FileWords, Option<Arc<[u8]>>);
+    let held = Held::new(MAX_HELD_BYTES);
+    // What the crates offer before any file is audited again: the first
+    // round's offers, computed once for both.
+    let first_offers = (!missing.is_empty()).then(|| unambiguous(files, &crate_of));
     let taken: Vec<Taken> = {
-        let offers = if missing.is_empty() {
-            ByCrate::new()
-        } else {
-            unambiguous(files, &crate_of)
-        };
+        let no_offers = ByCrate::new();
+        let offers = first_offers.as_ref().unwrap_or(&no_offers);
         let needles: HashMap<&PathBuf, (Needles, Needles)> = offers
             .iter()
             .map(|(root, o)| {
@@ -1211,7 +1212,7 @@ pub fn crate_passes(
                 .filter_map(|&i| {
                     let bytes = files[i].text(sources)?;
                     let words = FileWords::of(&bytes);
-                    let keep = read_again(i, &words).then_some(bytes);
+                    let keep = (read_again(i, &words) && held.take(bytes.len())).then_some(bytes);
                     Some((i, words, keep))
                 })
                 .collect()
@@ -1232,8 +1233,9 @@ pub fn crate_passes(
             pool,
             inventory,
             sources,
+            held: &held,
         };
-        follow_wrappers(files, &run);
+        follow_wrappers(files, &run, first_offers);
         follow_calls(files, &run);
     }
     files.truncate(walked);
@@ -1250,6 +1252,38 @@ struct Run<'r, 's> {
     pool: &'r rayon::ThreadPool,
     inventory: bool,
     sources: &'r Sources<'s>,
+    /// The file bytes the passes hold.
+    held: &'r Held,
+}
+
+/// Most bytes of file text the crate passes hold to spare a later read:
+/// past it a file is read again when needed, so a crate of many large
+/// files costs reads, not memory.
+const MAX_HELD_BYTES: usize = 256 << 20;
+
+/// The bytes of file text the passes hold, against a bound.
+struct Held {
+    bytes: std::sync::atomic::AtomicUsize,
+    max: usize,
+}
+
+impl Held {
+    fn new(max: usize) -> Held {
+        Held {
+            bytes: Default::default(),
+            max,
+        }
+    }
+
+    /// Whether `n` more bytes may be held; if so, they are counted.
+    fn take(&self, n: usize) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.bytes
+            .fetch_update(Relaxed, Relaxed, |held| {
+                held.checked_add(n).filter(|&t| t <= self.max)
+            })
+            .is_ok()
+    }
 }
 
 /// The files whose fencing check asked for functions of other files are
@@ -1355,7 +1389,9 @@ fn follow_calls(files: &mut [Audited], run: &Run) {
 
 /// The wrappers and statement texts of each crate, followed to the files
 /// that use them; returns what each file audited again was given.
-fn follow_wrappers(files: &mut [Audited], run: &Run) {
+/// `first_offers` are the crates' offers when the run computed them
+/// already (taking words), for the first round.
+fn follow_wrappers(files: &mut [Audited], run: &Run, first_offers: Option<ByCrate>) {
     let (walked, inventory, sources) = (run.walked, run.inventory, run.sources);
     // An editor session's audits of the crate's other files, by what they
     // were given (an inventory run keeps nothing).
@@ -1371,7 +1407,7 @@ fn follow_wrappers(files: &mut [Audited], run: &Run) {
         }
     }
     if files.iter().any(|f| f.outcome.offers()) || !pending.is_empty() {
-        offer_wrappers(files, run, &mut imported, pending);
+        offer_wrappers(files, run, first_offers, &mut imported, pending);
     }
     // What each edited file was given, for its next edit's first audit.
     if let Some(c) = cache {
@@ -1385,9 +1421,11 @@ fn follow_wrappers(files: &mut [Audited], run: &Run) {
 /// [`follow_wrappers`]' rounds, knowing what each file was last audited
 /// knowing (`imported`) and which of those an earlier run assumed
 /// (`pending`): those are checked in the first round, whatever they say.
+/// The first round takes `first_offers` when given.
 fn offer_wrappers(
     files: &mut [Audited],
     run: &Run,
+    mut first_offers: Option<ByCrate>,
     imported: &mut HashMap<usize, Given>,
     mut pending: HashMap<usize, Given>,
 ) {
@@ -1400,7 +1438,9 @@ fn offer_wrappers(
     let mut seen: HashSet<(PathBuf, String)> = HashSet::new();
     let mut by_crate = ByCrate::new();
     for _ in 0..MAX_ROUNDS {
-        let next = unambiguous(files, crate_of);
+        let next = first_offers
+            .take()
+            .unwrap_or_else(|| unambiguous(files, crate_of));
         // The names new this round: only a file holding one can reach more
         // than it was audited knowing.
         let fresh: HashMap<&PathBuf, Vec<&str>> = next
@@ -1527,9 +1567,12 @@ fn offer_wrappers(
         }
         for (i, given, out, bytes) in redone {
             files[i].outcome = out;
-            // Audited again: kept for the passes that follow.
-            if bytes.is_some() {
-                files[i].bytes = bytes;
+            // Audited again: kept for the passes that follow, within
+            // what the passes may hold.
+            if let Some(b) = bytes {
+                if files[i].bytes.is_none() && run.held.take(b.len()) {
+                    files[i].bytes = Some(b);
+                }
             }
             imported.insert(i, given);
         }
@@ -1791,6 +1834,21 @@ mod tests {
             "{:?}",
             jobs.outcome.findings
         );
+    }
+
+    /// The bytes the passes hold stop at their bound, however they are
+    /// asked for: past it, a file is read again instead.
+    #[test]
+    fn the_passes_hold_bytes_up_to_their_bound() {
+        let held = super::Held::new(100);
+        assert!(held.take(60));
+        assert!(!held.take(41));
+        assert!(held.take(40));
+        assert!(!held.take(1));
+        assert!(!held.take(usize::MAX));
+        let held = super::Held::new(usize::MAX);
+        assert!(held.take(usize::MAX));
+        assert!(!held.take(1), "no overflow");
     }
 
     /// A file whose fencing check asks for another file's functions is
