@@ -12,13 +12,14 @@
 //!    again, knowing the crate's wrappers: each call is a lock site there,
 //!    where what it does with the outcome is judged (an ignored result, a
 //!    missing fencing token) and where an annotation covers it. A name
-//!    defined by two files of
-//!    the crate is ambiguous and followed nowhere; a method is followed only
-//!    on a receiver whose declared type is the wrapper's own type, or a
-//!    trait object, `impl Trait` or generic bounded by the trait it
-//!    implements. A file that turns out to define a wrapper of another
-//!    file's wrapper brings its callers into a further round (at most
-//!    [`MAX_ROUNDS`]). Statement texts (SQL, Lua) a file keeps in a
+//!    defined by two files of the crate is ambiguous and followed nowhere;
+//!    a method is followed only on a receiver whose declared type is the
+//!    wrapper's own type, or a trait object, `impl Trait` or generic
+//!    bounded by the trait it implements. A file that turns out to define
+//!    a wrapper of another file's wrapper brings its callers into a further
+//!    round, until no round finds a new name: a chain is followed to its
+//!    end, however many files it crosses, within a bound on the work
+//!    ([`MAX_FOLLOWED`]). Statement texts (SQL, Lua) a file keeps in a
 //!    constant or returns from a function are offered the same way, to the
 //!    files that reach them by their module path; text a constructor
 //!    stores in a struct field is offered as `Type.field`, to the files
@@ -450,10 +451,17 @@ fn needles_for(offers: &Offers, names: &[&str]) -> (Needles, Needles) {
     (Needles::new(words), reach)
 }
 
-/// Rounds of pass 1: a wrapper of a wrapper defined in another file is
-/// found when its own file is audited knowing the inner one, and its
-/// callers are audited in the next round.
-const MAX_ROUNDS: usize = 4;
+/// What the rounds of pass 1 may cost in all, counted in files looked at:
+/// each round, the files of the crates that offer new names and the files
+/// whose offers are gathered again. A wrapper of a wrapper defined in
+/// another file is found when its own file is audited knowing the inner
+/// one, and its callers are audited in the next round, so a chain takes
+/// as many rounds as it has files; the rounds end when no name is new,
+/// which every chain reaches (names are finite, and each is new once).
+/// The bound is on work, not depth: a chain a hundred files deep in a
+/// crate of a thousand costs a tenth of it, and only a hostile crate (a
+/// chain thousands of files deep) is stopped by it.
+const MAX_FOLLOWED: usize = 1 << 20;
 
 /// What the files of one crate offer each other, by name: wrappers, and
 /// statement texts (SQL, Lua) kept in a constant or returned by a function.
@@ -1436,8 +1444,13 @@ fn offer_wrappers(
     let cache = sources.first_audits.filter(|_| !inventory);
     let no_offers = Offers::default();
     let mut seen: HashSet<(PathBuf, String)> = HashSet::new();
-    let mut by_crate = ByCrate::new();
-    for _ in 0..MAX_ROUNDS {
+    let mut by_crate: ByCrate;
+    let mut crate_sizes: HashMap<&PathBuf, usize> = HashMap::new();
+    for root in crate_of {
+        *crate_sizes.entry(root).or_default() += 1;
+    }
+    let mut followed = 0usize;
+    loop {
         let next = first_offers
             .take()
             .unwrap_or_else(|| unambiguous(files, crate_of));
@@ -1459,6 +1472,13 @@ fn offer_wrappers(
             .filter(|(_, names)| !names.is_empty())
             .collect();
         if fresh.is_empty() && pending.is_empty() {
+            by_crate = next;
+            break;
+        }
+        followed += files.iter().filter(|f| f.outcome.offers()).count()
+            + fresh.keys().map(|root| crate_sizes[root]).sum::<usize>()
+            + pending.len();
+        if followed > MAX_FOLLOWED {
             by_crate = next;
             break;
         }
@@ -1931,6 +1951,66 @@ mod tests {
         // through), leader.rs in its first audit and again knowing the
         // alias, holder.rs never.
         assert_eq!(run.parses, 3);
+    }
+
+    /// A chain of wrappers forty files long, each file wrapping the one
+    /// before, is followed to its outermost caller, where the ignored
+    /// result stands; the missing purpose stands once, at the lock call,
+    /// naming that caller. Each file of the chain is audited again once,
+    /// in the round that finds the wrapper it calls.
+    #[test]
+    fn a_chain_is_followed_however_many_files_it_crosses() {
+        const LAYERS: usize = 40;
+        let mut texts: Vec<(String, String)> = vec![(
+            "src/l0.rs".to_string(),
+            "pub fn take_0(con: &mut redis::Connection, key: &str) -> redis::RedisResult<bool> {\n    \
+             let won: Option<String> = redis::cmd(\"SET\").arg(key).arg(\"me\").arg(\"NX\").arg(\"PX\").arg(5_000).query(con)?;\n    \
+             Ok(won.is_some())\n}\n"
+                .to_string(),
+        )];
+        for i in 1..LAYERS {
+            texts.push((
+                format!("src/l{i}.rs"),
+                format!(
+                    "pub fn take_{i}(con: &mut redis::Connection, key: &str) -> redis::RedisResult<bool> {{\n    \
+                     crate::l{}::take_{}(con, key)\n}}\n",
+                    i - 1,
+                    i - 1
+                ),
+            ));
+        }
+        texts.push((
+            "src/main.rs".to_string(),
+            format!(
+                "fn run(con: &mut redis::Connection) {{\n    \
+                 let _ = crate::l{}::take_{}(con, \"lock:job\");\n}}\n",
+                LAYERS - 1,
+                LAYERS - 1
+            ),
+        ));
+        let cwd = std::path::Path::new("/nonexistent-lockaudit-deep");
+        let run = counted_passes(cwd, &texts, false);
+        let found: Vec<String> =
+            run.files
+                .iter()
+                .flat_map(|f| {
+                    f.outcome.findings.iter().map(move |x| {
+                        format!("{} {}:{}", x.check.as_str(), f.shown, x.span.start.line)
+                    })
+                })
+                .collect();
+        assert_eq!(
+            found,
+            [
+                "missing-purpose src/l0.rs:2",
+                "ignored-acquire-result src/main.rs:2"
+            ]
+        );
+        // l0.rs parsed in its first audit, and judged again from its facts
+        // as the definer its callers reach; every other file parsed once,
+        // in the round that finds the wrapper it calls (the pre-filter
+        // skipped it).
+        assert_eq!(run.parses, LAYERS + 1);
     }
 
     /// The fenced-crate fixture and `extra` files, audited in memory:

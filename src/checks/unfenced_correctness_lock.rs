@@ -11,7 +11,7 @@
 //! functions of the same file are followed up to three deep, mapping the
 //! tainted arguments onto the callee's parameters.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use super::common::{
     call_label, connection_of, help_for, subject, token_use, CheckCtx, Conn, TokenUse,
@@ -34,8 +34,6 @@ pub(super) const INFO: CheckInfo = CheckInfo {
 };
 
 const HELP: &str = "take a fencing token from the grant and make the resource check it on every write (a version or fence column compared in the write's own condition, a conditional put), or keep this lock for efficiency and protect correctness where the state lives";
-
-use crate::model::resolve::MAX_DEPTH;
 
 /// An effect in the critical section that carries no token.
 struct Unfenced {
@@ -109,7 +107,7 @@ fn check_one(ctx: &CheckCtx, a: &Event, out: &mut Vec<Finding>) {
             _ => {}
         }
     }
-    let mut visited = vec![(ctx.src.path.clone(), a.func)];
+    let mut follow = Follow::from(ctx.src.path.clone(), a.func);
     for call in &f.calls {
         if !in_section(call.offset) {
             continue;
@@ -121,10 +119,9 @@ fn check_one(ctx: &CheckCtx, a: &Event, out: &mut Vec<Finding>) {
             call,
             &tainted,
             kind,
-            1,
-            &mut visited,
+            &mut follow,
         );
-        effects += n;
+        effects = effects.saturating_add(n);
         if inner > 0 {
             unfenced.push(Unfenced {
                 span: call.span,
@@ -384,9 +381,41 @@ fn taint(f: &FnModel, seeds: &[String], from: usize) -> BTreeSet<String> {
     }
 }
 
+/// Most functions followed from one acquisition, counted each time one is
+/// entered without a summary: a hostile crate's web of calls that recurse
+/// into each other costs a bounded walk. Calls are otherwise followed as
+/// deep as they go.
+const MAX_FOLLOWED: usize = 20_000;
+
+/// The walk of the calls from one critical section: the functions on the
+/// way (a call back into one of them adds nothing), and each function's
+/// summary by the parameters holding the token, made once.
+struct Follow {
+    stack: Vec<(String, FnId)>,
+    /// (file, function, parameters holding the token) → (effects seen,
+    /// effects without the token).
+    summaries: HashMap<(String, FnId, Vec<String>), (usize, usize)>,
+    /// How often a call back into a function on the way was cut: a
+    /// summary made below a cut depends on the way it was reached, and is
+    /// not kept.
+    cuts: usize,
+    entered: usize,
+}
+
+impl Follow {
+    fn from(path: String, func: FnId) -> Follow {
+        Follow {
+            stack: vec![(path, func)],
+            summaries: HashMap::new(),
+            cuts: 0,
+            entered: 0,
+        }
+    }
+}
+
 /// Follows a call into a function of this file, or of another file of the
-/// crate. Returns (effects seen, effects without the token).
-#[allow(clippy::too_many_arguments)]
+/// crate, and the calls it makes, as deep as they go. Returns (effects
+/// seen, effects without the token).
 fn follow_call(
     ctx: &CheckCtx,
     model: &FileModel,
@@ -394,12 +423,8 @@ fn follow_call(
     call: &crate::model::CallSite,
     tainted: &BTreeSet<String>,
     kind: TokenKind,
-    depth: usize,
-    visited: &mut Vec<(String, FnId)>,
+    follow: &mut Follow,
 ) -> (usize, usize) {
-    if depth > MAX_DEPTH {
-        return (0, 0);
-    }
     let remote;
     let (m, callee, file): (&FileModel, FnId, &str) = match model.find_fn(&call.name) {
         Some(i) if call.local => (model, i, path),
@@ -422,10 +447,10 @@ fn follow_call(
             }
         },
     };
-    if visited.iter().any(|(p, i)| p == file && *i == callee) {
+    if follow.stack.iter().any(|(p, i)| p == file && *i == callee) {
+        follow.cuts += 1;
         return (0, 0);
     }
-    visited.push((file.to_string(), callee));
     let g = &m.fns[callee];
     // Map the call's arguments onto the callee's parameters.
     let params: &[String] = if call.method && g.params.first().map(String::as_str) == Some("self") {
@@ -442,9 +467,20 @@ fn follow_call(
     if call.method && !call.receiver.is_disjoint(tainted) {
         seeds.push("self".to_string());
     }
-    let inner = taint(g, &seeds, 0);
-    let mut effects = 0;
-    let mut unfenced = 0;
+    seeds.sort_unstable();
+    let key = (file.to_string(), callee, seeds);
+    if let Some(&summary) = follow.summaries.get(&key) {
+        return summary;
+    }
+    if follow.entered >= MAX_FOLLOWED {
+        return (0, 0);
+    }
+    follow.entered += 1;
+    let cuts = follow.cuts;
+    follow.stack.push((file.to_string(), callee));
+    let inner = taint(g, &key.2, 0);
+    let mut effects: usize = 0;
+    let mut unfenced: usize = 0;
     for e in m.fn_events(callee) {
         match e.role {
             Role::FencedEffect => effects += 1,
@@ -458,11 +494,16 @@ fn follow_call(
         }
     }
     for c in &g.calls {
-        let (n, u) = follow_call(ctx, m, file, c, &inner, kind, depth + 1, visited);
-        effects += n;
-        unfenced += u;
+        let (n, u) = follow_call(ctx, m, file, c, &inner, kind, follow);
+        // Counted once per way to reach them: a call made twice on every
+        // level of a deep chain counts far more, so the counts saturate.
+        effects = effects.saturating_add(n);
+        unfenced = unfenced.saturating_add(u);
     }
-    visited.pop();
+    follow.stack.pop();
+    if follow.cuts == cuts {
+        follow.summaries.insert(key, (effects, unfenced));
+    }
     (effects, unfenced)
 }
 
@@ -501,6 +542,73 @@ fn f(con: &mut redis::Connection, db: &mut postgres::Client, lock_key: &str) -> 
         assert!(n.iter().any(|x| x.contains("not a fence")), "{n:?}");
         assert!(n.iter().any(|x| x.contains("mint later")), "{n:?}");
         assert!(n.iter().any(|x| x.contains("random owner id")), "{n:?}");
+    }
+
+    /// Calls are followed as deep as they go, each function summarised
+    /// once: sixty levels that each call the next twice (2^60 ways down)
+    /// reach the unfenced write at the bottom at once, and a fenced twin
+    /// stays silent.
+    #[test]
+    fn calls_are_followed_as_deep_as_they_go_each_function_once() {
+        const LEVELS: usize = 60;
+        let chain = |prefix: &str, write: &str| {
+            let mut src = String::new();
+            for i in 0..LEVELS - 1 {
+                src.push_str(&format!(
+                    "fn {prefix}{i}(db: &mut postgres::Client, fence: i64) {{\n    {prefix}{n}(db, fence);\n    {prefix}{n}(db, fence);\n}}\n",
+                    n = i + 1
+                ));
+            }
+            src.push_str(&format!(
+                "fn {prefix}{}(db: &mut postgres::Client, fence: i64) {{\n    {write}\n}}\n",
+                LEVELS - 1
+            ));
+            src
+        };
+        let entry = |name: &str, first: &str| {
+            format!(
+                r#"
+// lock-purpose: correctness — one writer per row
+async fn {name}(client: &mut etcd_client::Client, db: &mut postgres::Client, lease: i64) -> Result<(), etcd_client::Error> {{
+    let lock = client.lock("ledger/1", Some(etcd_client::LockOptions::new().with_lease(lease))).await?;
+    let fence = lock.header().map(|h| h.revision()).unwrap_or_default();
+    {first}0(db, fence);
+    client.unlock(lock.key()).await?;
+    Ok(())
+}}
+"#
+            )
+        };
+        let src = format!(
+            "{}{}{}{}",
+            entry("fenced", "safe"),
+            chain(
+                "safe",
+                r#"db.execute("UPDATE t SET a = 1 WHERE fence < $1", &[&fence]);"#
+            ),
+            entry("unfenced", "plain"),
+            chain("plain", r#"db.execute("UPDATE t SET a = 1", &[]);"#),
+        );
+        let n = notes(&src);
+        assert!(!n.is_empty());
+        let packs = PackSet::builtin();
+        let settings = Settings::default();
+        let only = [CheckId::UnfencedCorrectnessLock];
+        let engine = Engine::new(&packs, &settings).only(&only);
+        let out = engine.check_bytes("t.rs", src.as_bytes(), false);
+        let line = src
+            .lines()
+            .position(|l| l.contains("plain0(db, fence)"))
+            .unwrap()
+            + 1;
+        let f = &out.findings[0];
+        assert!(
+            f.labels
+                .iter()
+                .any(|l| l.span.start.line == line && l.message.contains("`plain0` writes without")),
+            "{:?}",
+            f.labels
+        );
     }
 
     /// "Is it still mine?" before a write is named, with the call that

@@ -6,8 +6,8 @@
 //! records the functions of other files its fencing check asked for
 //! ([`crate::engine::FileOutcome::asked`]) and keeps its facts;
 //! [`FnIndex::build`] then finds, per crate, the files that can hold
-//! those calls' definitions (and, to a bounded depth, of the calls those
-//! make): their words say they define the name and spell the receiver's
+//! those calls' definitions (and of the calls those make, as deep as they
+//! go, within a bound on the names looked up): their words say they define the name and spell the receiver's
 //! type, and they are the module a call's path names. It models each
 //! once, in parallel, taking the model of a file whose facts were kept;
 //! the asking files are judged again from their facts with the index,
@@ -33,12 +33,10 @@ use crate::words::FileWords;
 /// A resolved function: its file's model, its index, its display path.
 pub type Found = (Arc<FileModel>, FnId, String);
 
-/// How many calls deep the index follows from a function asked for: the
-/// fencing check follows no deeper.
-pub const MAX_DEPTH: usize = 3;
-
 /// Most calls looked up per crate: a hostile crate's thousands of calls
-/// cost a bounded search.
+/// cost a bounded search. Calls are otherwise followed as deep as they go:
+/// each round looks up the calls made by the functions found in the one
+/// before, until a round finds no call not looked up yet.
 const MAX_NAMES: usize = 512;
 
 /// A file of a crate that may hold a call looked up in a round.
@@ -182,7 +180,7 @@ impl FnIndex {
         let mut looked: HashMap<PathBuf, BTreeSet<Wanted>> = HashMap::new();
         let mut models: HashMap<String, Option<Arc<FileModel>>> = HashMap::new();
         let mut listed: HashMap<PathBuf, Vec<(String, PathBuf)>> = HashMap::new();
-        for _ in 0..=MAX_DEPTH {
+        loop {
             // The calls not looked up yet, per crate, within the bound.
             let mut round: Vec<(PathBuf, Vec<Wanted>)> = Vec::new();
             for (root, wanted) in std::mem::take(&mut pending) {
@@ -267,7 +265,7 @@ impl FnIndex {
                         continue;
                     }
                     // The functions it calls in other files, for the next
-                    // round: the check follows calls that deep.
+                    // round: the check follows calls as deep as they go.
                     for c in f
                         .calls
                         .iter()
