@@ -46,6 +46,12 @@
 //!   upsert hands the upsert to its callers;
 //! - `lock-crate`: a lock client's own layers are one lock, at the backend
 //!   call.
+//! - `deep-chains`: a wrapper chain six files long (free functions, an
+//!   imported rename, methods, `?`, `unwrap_or`) reaches its outermost
+//!   callers, where an ignored result stands and an annotation covers the
+//!   lock; a correctness lock's writes five calls away in other files are
+//!   judged, fenced or not; chains that call back into themselves across
+//!   files end.
 //! - `tests-excluded`: the config's `"#[cfg(test)]"` exclude leaves out
 //!   test modules, functions and methods, also when a file is named alone.
 
