@@ -1100,6 +1100,19 @@ pub fn crate_passes(
     inventory: bool,
     sources: &Sources,
 ) {
+    crate_passes_within(files, cwd, pool, inventory, sources, MAX_FOLLOWED);
+}
+
+/// [`crate_passes`], its wrapper rounds within `max_followed` files looked
+/// at ([`MAX_FOLLOWED`]).
+fn crate_passes_within(
+    files: &mut Vec<Audited>,
+    cwd: &Path,
+    pool: &rayon::ThreadPool,
+    inventory: bool,
+    sources: &Sources,
+    max_followed: usize,
+) {
     use rayon::prelude::*;
     let needed = |files: &[Audited]| {
         files
@@ -1242,6 +1255,7 @@ pub fn crate_passes(
             inventory,
             sources,
             held: &held,
+            max_followed,
         };
         follow_wrappers(files, &run, first_offers);
         follow_calls(files, &run);
@@ -1262,6 +1276,8 @@ struct Run<'r, 's> {
     sources: &'r Sources<'s>,
     /// The file bytes the passes hold.
     held: &'r Held,
+    /// What the wrapper rounds may cost ([`MAX_FOLLOWED`]).
+    max_followed: usize,
 }
 
 /// Most bytes of file text the crate passes hold to spare a later read:
@@ -1478,7 +1494,7 @@ fn offer_wrappers(
         followed += files.iter().filter(|f| f.outcome.offers()).count()
             + fresh.keys().map(|root| crate_sizes[root]).sum::<usize>()
             + pending.len();
-        if followed > MAX_FOLLOWED {
+        if followed > run.max_followed {
             by_crate = next;
             break;
         }
@@ -1705,6 +1721,7 @@ mod tests {
         read: &super::ReadFn,
         first: crate::engine::Engine,
         again: crate::engine::Engine,
+        max_followed: usize,
     ) -> Vec<super::Audited> {
         let mut files: Vec<super::Audited> = texts
             .iter()
@@ -1726,7 +1743,7 @@ mod tests {
             first_audits: None,
         };
         let pool = crate::parse::pool(Some(1)).unwrap();
-        super::crate_passes(&mut files, cwd, &pool, false, &sources);
+        super::crate_passes_within(&mut files, cwd, &pool, false, &sources, max_followed);
         files
     }
 
@@ -1745,6 +1762,16 @@ mod tests {
         cwd: &std::path::Path,
         texts: &[(String, String)],
         words_first: bool,
+    ) -> Counted {
+        counted_passes_within(cwd, texts, words_first, super::MAX_FOLLOWED)
+    }
+
+    /// [`counted_passes`], the wrapper rounds within `max_followed`.
+    fn counted_passes_within(
+        cwd: &std::path::Path,
+        texts: &[(String, String)],
+        words_first: bool,
+        max_followed: usize,
     ) -> Counted {
         use crate::prefilter::Prefilter;
         use std::collections::HashMap;
@@ -1770,7 +1797,7 @@ mod tests {
             .keeping_words(words_first)
             .counting(&parses);
         let again = Engine::new(&packs, &settings).counting(&parses);
-        let files = passes_in_memory(cwd, texts, &read, first, again);
+        let files = passes_in_memory(cwd, texts, &read, first, again, max_followed);
         let reads = reads
             .into_inner()
             .unwrap()
@@ -1953,64 +1980,114 @@ mod tests {
         assert_eq!(run.parses, 3);
     }
 
-    /// A chain of wrappers forty files long, each file wrapping the one
-    /// before, is followed to its outermost caller, where the ignored
-    /// result stands; the missing purpose stands once, at the lock call,
-    /// naming that caller. Each file of the chain is audited again once,
-    /// in the round that finds the wrapper it calls.
+    /// A crate of `layers` files each wrapping the next one's `take_`
+    /// function (`l{i}.rs` calls `l{i+1}.rs`), the last one taking the
+    /// lock, or, when `ring`, calling back the first one too before it
+    /// takes it; `main.rs` calls the first one and drops the result.
+    fn chain_crate(layers: usize, ring: bool) -> Vec<(String, String)> {
+        let sig = |i: usize| {
+            format!(
+                "pub fn take_{i}(con: &mut redis::Connection, key: &str) -> redis::RedisResult<bool> {{\n"
+            )
+        };
+        let last = layers - 1;
+        let mut texts: Vec<(String, String)> = (0..last)
+            .map(|i| {
+                let n = i + 1;
+                let body = format!("    crate::l{n}::take_{n}(con, key)\n}}\n");
+                (format!("src/l{i}.rs"), sig(i) + &body)
+            })
+            .collect();
+        let back = if ring {
+            "    if key.is_empty() {\n        return crate::l0::take_0(con, \"lock:fallback\");\n    }\n"
+        } else {
+            ""
+        };
+        texts.push((
+            format!("src/l{last}.rs"),
+            format!(
+                "{}{back}    let won: Option<String> = redis::cmd(\"SET\").arg(key).arg(\"me\").arg(\"NX\").arg(\"PX\").arg(5_000).query(con)?;\n    Ok(won.is_some())\n}}\n",
+                sig(last)
+            ),
+        ));
+        texts.push((
+            "src/main.rs".to_string(),
+            "fn run(con: &mut redis::Connection) {\n    let _ = crate::l0::take_0(con, \"lock:job\");\n}\n"
+                .to_string(),
+        ));
+        texts
+    }
+
+    /// The findings of a counted run, as `check path:line`.
+    fn found(run: &Counted) -> Vec<String> {
+        run.files
+            .iter()
+            .flat_map(|f| {
+                f.outcome
+                    .findings
+                    .iter()
+                    .map(move |x| format!("{} {}:{}", x.check.as_str(), f.shown, x.span.start.line))
+            })
+            .collect()
+    }
+
+    /// A chain of wrappers forty files long is followed to its outermost
+    /// caller, where the ignored result stands; the missing purpose stands
+    /// once, at the lock call. Each file of the chain is audited again
+    /// once, in the round that finds the wrapper it calls.
     #[test]
     fn a_chain_is_followed_however_many_files_it_crosses() {
         const LAYERS: usize = 40;
-        let mut texts: Vec<(String, String)> = vec![(
-            "src/l0.rs".to_string(),
-            "pub fn take_0(con: &mut redis::Connection, key: &str) -> redis::RedisResult<bool> {\n    \
-             let won: Option<String> = redis::cmd(\"SET\").arg(key).arg(\"me\").arg(\"NX\").arg(\"PX\").arg(5_000).query(con)?;\n    \
-             Ok(won.is_some())\n}\n"
-                .to_string(),
-        )];
-        for i in 1..LAYERS {
-            texts.push((
-                format!("src/l{i}.rs"),
-                format!(
-                    "pub fn take_{i}(con: &mut redis::Connection, key: &str) -> redis::RedisResult<bool> {{\n    \
-                     crate::l{}::take_{}(con, key)\n}}\n",
-                    i - 1,
-                    i - 1
-                ),
-            ));
-        }
-        texts.push((
-            "src/main.rs".to_string(),
-            format!(
-                "fn run(con: &mut redis::Connection) {{\n    \
-                 let _ = crate::l{}::take_{}(con, \"lock:job\");\n}}\n",
-                LAYERS - 1,
-                LAYERS - 1
-            ),
-        ));
+        let texts = chain_crate(LAYERS, false);
         let cwd = std::path::Path::new("/nonexistent-lockaudit-deep");
         let run = counted_passes(cwd, &texts, false);
-        let found: Vec<String> =
-            run.files
-                .iter()
-                .flat_map(|f| {
-                    f.outcome.findings.iter().map(move |x| {
-                        format!("{} {}:{}", x.check.as_str(), f.shown, x.span.start.line)
-                    })
-                })
-                .collect();
         assert_eq!(
-            found,
+            found(&run),
             [
-                "missing-purpose src/l0.rs:2",
-                "ignored-acquire-result src/main.rs:2"
+                format!("missing-purpose src/l{}.rs:2", LAYERS - 1),
+                "ignored-acquire-result src/main.rs:2".to_string()
             ]
         );
-        // l0.rs parsed in its first audit, and judged again from its facts
-        // as the definer its callers reach; every other file parsed once,
-        // in the round that finds the wrapper it calls (the pre-filter
-        // skipped it).
+        // The lock's file parsed in its first audit, and judged again from
+        // its facts as the definer its callers reach; every other file
+        // parsed once, in the round that finds the wrapper it calls (the
+        // pre-filter skipped it).
         assert_eq!(run.parses, LAYERS + 1);
+    }
+
+    /// A chain that calls back into its first wrapper, across thirty
+    /// files, ends: each file is a wrapper once, and the caller is reached.
+    #[test]
+    fn a_chain_calling_back_into_itself_ends() {
+        const LAYERS: usize = 30;
+        let texts = chain_crate(LAYERS, true);
+        let cwd = std::path::Path::new("/nonexistent-lockaudit-ring");
+        let run = counted_passes(cwd, &texts, false);
+        assert_eq!(
+            found(&run),
+            [
+                format!("missing-purpose src/l{}.rs:5", LAYERS - 1),
+                "ignored-acquire-result src/main.rs:2".to_string()
+            ]
+        );
+    }
+
+    /// Past their bound on work, the rounds stop where they are: the run
+    /// ends with what they found (the lock call's own finding), and a
+    /// caller beyond is not told of the lock.
+    #[test]
+    fn the_rounds_stop_at_their_bound_on_work() {
+        const LAYERS: usize = 40;
+        let texts = chain_crate(LAYERS, false);
+        let cwd = std::path::Path::new("/nonexistent-lockaudit-bound");
+        // Each round looks at the crate's 41 files and the files that
+        // offer: four rounds fit in 200.
+        let run = counted_passes_within(cwd, &texts, false, 200);
+        assert_eq!(
+            found(&run),
+            [format!("missing-purpose src/l{}.rs:2", LAYERS - 1)]
+        );
+        assert_eq!(run.parses, 1 + 4);
     }
 
     /// The fenced-crate fixture and `extra` files, audited in memory:
@@ -2124,7 +2201,7 @@ mod tests {
             let again = Engine::new(&packs, &settings)
                 .counting(&parses)
                 .counting_judged(&judged);
-            passes_in_memory(cwd, &texts, &read, first, again);
+            passes_in_memory(cwd, &texts, &read, first, again, super::MAX_FOLLOWED);
             (
                 parses.load(Ordering::Relaxed),
                 judged.load(Ordering::Relaxed),
