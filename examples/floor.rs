@@ -142,6 +142,7 @@ fn walk(paths: &[PathBuf]) -> Vec<PathBuf> {
         force_exclude: false,
         // As `lockaudit check` walks by default.
         include_vendored: false,
+        threads: 0,
     };
     let (mut notes, mut errors) = (Vec::new(), Vec::new());
     lockaudit::walk::collect(paths, &opts, &mut notes, &mut errors).expect("the corpus paths exist")

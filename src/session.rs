@@ -130,6 +130,7 @@ pub fn prepare(paths: &[PathBuf], common: &CommonArgs) -> Result<Prepared, Failu
         },
         force_exclude: common.force_exclude,
         include_vendored: common.include_vendored,
+        threads: common.jobs.unwrap_or(0).min(max_jobs()),
     };
     let mut notes = Vec::new();
     let mut walk_errors = Vec::new();

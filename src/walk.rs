@@ -163,6 +163,15 @@ pub struct WalkOptions {
     pub force_exclude: bool,
     /// Enter `vendor/` and `third_party/` directories too.
     pub include_vendored: bool,
+    /// Threads that walk a directory (0: one per core).
+    pub threads: usize,
+}
+
+/// What the walk makes of one entry of a directory.
+enum Entry {
+    File(PathBuf),
+    Note(String),
+    Error(String),
 }
 
 /// Every `.rs` file under `paths`, sorted, each once. Notes about skipped
@@ -201,7 +210,9 @@ pub fn collect(
             ));
             continue;
         }
-        let walker = WalkBuilder::new(p)
+        let found: Mutex<Vec<Entry>> = Mutex::default();
+        WalkBuilder::new(p)
+            .threads(opts.threads)
             .hidden(true)
             .git_ignore(true)
             .git_exclude(true)
@@ -210,7 +221,6 @@ pub fn collect(
             .parents(true)
             .ignore(true)
             .follow_links(false)
-            .sort_by_file_name(|a, b| a.cmp(b))
             .filter_entry({
                 // An excluded directory is never entered: its files are not
                 // read, and one that cannot be read is no error.
@@ -234,45 +244,30 @@ pub fn collect(
                         || config_excluded(e.path(), true))
                 }
             })
-            .build();
-        for entry in walker {
-            let entry = match entry {
-                Ok(e) => e,
-                // An unreadable directory: its files would be missing
-                // from the report, so the run fails (exit 2) at the end.
-                Err(e) => {
-                    errors.push(format!("{e}"));
-                    continue;
-                }
-            };
-            let Some(ft) = entry.file_type() else {
-                continue;
-            };
-            let path = entry.path();
-            if path.extension().and_then(|e| e.to_str()) != Some("rs") {
-                continue;
+            .build_parallel()
+            .run(|| {
+                let found = &found;
+                Box::new(move |entry| {
+                    if let Some(e) = entry_of(entry, excludes, &config_excluded) {
+                        found.lock().unwrap_or_else(|e| e.into_inner()).push(e);
+                    }
+                    ignore::WalkState::Continue
+                })
+            });
+        // The threads find entries in any order: notes and errors are
+        // said in the order of their paths, as the files are audited.
+        let (mut said, mut failed) = (Vec::new(), Vec::new());
+        for e in found.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            match e {
+                Entry::File(p) => out.push(p),
+                Entry::Note(n) => said.push(n),
+                Entry::Error(e) => failed.push(e),
             }
-            if !ft.is_file() {
-                // Not silently: a `.rs` name that is not read is said.
-                if ft.is_symlink() {
-                    notes.push(format!(
-                        "{}: symbolic link not followed, skipped (name its target to audit it)",
-                        crate::escape::path(path)
-                    ));
-                } else if !ft.is_dir() {
-                    notes.push(format!(
-                        "{}: not a regular file, skipped",
-                        crate::escape::path(path)
-                    ));
-                }
-                continue;
-            }
-            // Its directories were checked as the walk entered them.
-            if excludes.excluded(path, false) || config_excluded(path, false) {
-                continue;
-            }
-            out.push(path.to_path_buf());
         }
+        said.sort();
+        failed.sort();
+        notes.extend(said);
+        errors.extend(failed);
     }
     let mut vendored = std::mem::take(&mut *vendored.lock().unwrap_or_else(|e| e.into_inner()));
     if !vendored.is_empty() {
@@ -299,6 +294,46 @@ pub fn collect(
         out.retain(|p| seen.insert(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())));
     }
     Ok(out)
+}
+
+/// What the walk makes of one entry: a `.rs` file to audit, a note about
+/// one it skips, or a directory it could not read.
+fn entry_of(
+    entry: Result<ignore::DirEntry, ignore::Error>,
+    excludes: &Excludes,
+    config_excluded: &(dyn Fn(&Path, bool) -> bool + Sync),
+) -> Option<Entry> {
+    let entry = match entry {
+        Ok(e) => e,
+        // An unreadable directory: its files would be missing from the
+        // report, so the run fails (exit 2) at the end.
+        Err(e) => return Some(Entry::Error(format!("{e}"))),
+    };
+    let ft = entry.file_type()?;
+    let path = entry.path();
+    if path.extension().and_then(|e| e.to_str()) != Some("rs") {
+        return None;
+    }
+    if !ft.is_file() {
+        // Not silently: a `.rs` name that is not read is said.
+        if ft.is_symlink() {
+            return Some(Entry::Note(format!(
+                "{}: symbolic link not followed, skipped (name its target to audit it)",
+                crate::escape::path(path)
+            )));
+        } else if !ft.is_dir() {
+            return Some(Entry::Note(format!(
+                "{}: not a regular file, skipped",
+                crate::escape::path(path)
+            )));
+        }
+        return None;
+    }
+    // Its directories were checked as the walk entered them.
+    if excludes.excluded(path, false) || config_excluded(path, false) {
+        return None;
+    }
+    Some(Entry::File(path.to_path_buf()))
 }
 
 /// What makes two names one file, for the files `mod` declarations reach:

@@ -331,6 +331,37 @@ fn symlink_loops_are_not_followed() {
     assert!(r.stderr.contains("loop_a: cannot read:"), "{r:?}");
 }
 
+/// The walk's threads find entries in any order; what it says of them
+/// comes in the order of their paths, the same whatever `--jobs` says.
+#[test]
+fn walk_notes_come_in_path_order_whatever_the_threads() {
+    let dir = with_hostile("plain.rs", b"fn main() {}\n");
+    let dirs = ["zeta", "alpha", "mid/inner", "mid", "beta/deep/er"];
+    for d in dirs {
+        fs::create_dir_all(dir.path().join(d)).unwrap();
+        fs::write(dir.path().join(d).join("real.rs"), WITNESS).unwrap();
+        std::os::unix::fs::symlink("real.rs", dir.path().join(d).join("alias.rs")).unwrap();
+    }
+    let notes = |jobs: &str| {
+        let r = short(dir.path(), &["--jobs", jobs]);
+        assert_eq!(r.code, 1, "{r:?}");
+        assert!(r.stdout.ends_with("in 6 files; 7 files audited\n"), "{r:?}");
+        r.stderr
+            .lines()
+            .filter(|l| l.contains("symbolic link not followed"))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let one = notes("1");
+    let mut sorted = one.clone();
+    sorted.sort();
+    assert_eq!(one.len(), dirs.len(), "{one:?}");
+    assert_eq!(one, sorted);
+    for _ in 0..3 {
+        assert_eq!(notes("2"), one);
+    }
+}
+
 fn is_root() -> bool {
     let out = Command::new("id").arg("-u").output().unwrap();
     String::from_utf8_lossy(&out.stdout).trim() == "0"
