@@ -167,11 +167,27 @@ pub struct WalkOptions {
     pub threads: usize,
 }
 
-/// What the walk makes of one entry of a directory.
+/// What the walk makes of one entry of a directory, with its path.
 enum Entry {
+    /// A directory it entered.
+    Dir(PathBuf),
     File(PathBuf),
-    Note(String),
-    Error(String),
+    Note(PathBuf, String),
+    Error(PathBuf, String),
+}
+
+impl Entry {
+    /// Its path, and its rank among entries of one path: a directory
+    /// first, so that what the walk met inside a directory a config
+    /// excludes (it could not be read) is dropped with it.
+    fn key(&self) -> (&Path, u8) {
+        match self {
+            Entry::Dir(p) => (p, 0),
+            Entry::File(p) => (p, 1),
+            Entry::Note(p, _) => (p, 2),
+            Entry::Error(p, _) => (p, 3),
+        }
+    }
 }
 
 /// Every `.rs` file under `paths`, sorted, each once. Notes about skipped
@@ -185,7 +201,7 @@ pub fn collect(
     let excludes = &opts.excludes;
     let force_exclude = opts.force_exclude;
     let config_excluded = |p: &Path, dir: bool| (opts.config_excluded)(p, dir);
-    let vendored: Arc<Mutex<Vec<String>>> = Arc::default();
+    let vendored: Arc<Mutex<Vec<PathBuf>>> = Arc::default();
     let mut out = Vec::new();
     for p in paths {
         let meta = std::fs::metadata(p).map_err(|_| WalkError::Missing(crate::escape::path(p)))?;
@@ -222,10 +238,10 @@ pub fn collect(
             .ignore(true)
             .follow_links(false)
             .filter_entry({
-                // An excluded directory is never entered: its files are not
-                // read, and one that cannot be read is no error.
+                // A directory the command line excludes is never entered:
+                // its files are not read, and one that cannot be read is no
+                // error. The configs are asked after the walk (below).
                 let excludes = excludes.clone();
-                let config_excluded = opts.config_excluded.clone();
                 let include_vendored = opts.include_vendored;
                 let vendored = vendored.clone();
                 move |e| {
@@ -235,41 +251,71 @@ pub fn collect(
                     }
                     if !include_vendored && VENDORED_DIRS.iter().any(|v| e.file_name() == *v) {
                         if let Ok(mut v) = vendored.lock() {
-                            v.push(display_path(e.path(), Path::new(".")));
+                            v.push(e.path().to_path_buf());
                         }
                         return false;
                     }
-                    !(e.file_name() == "target"
-                        || excludes.excluded(e.path(), true)
-                        || config_excluded(e.path(), true))
+                    !(e.file_name() == "target" || excludes.excluded(e.path(), true))
                 }
             })
             .build_parallel()
             .run(|| {
                 let found = &found;
                 Box::new(move |entry| {
-                    if let Some(e) = entry_of(entry, excludes, &config_excluded) {
+                    if let Some(e) = entry_of(entry) {
                         found.lock().unwrap_or_else(|e| e.into_inner()).push(e);
                     }
                     ignore::WalkState::Continue
                 })
             });
-        // The threads find entries in any order: notes and errors are
-        // said in the order of their paths, as the files are audited.
+        // The threads find entries in any order. The configs are asked in
+        // the order of the paths, as one thread walking in name order
+        // would (so configs are discovered, and their warnings said, in
+        // one order), and what sits under a directory a config excludes
+        // is dropped: its files, its notes, its unreadable directories.
+        let mut found = found.into_inner().unwrap_or_else(|e| e.into_inner());
+        found.sort_by(|a, b| a.key().cmp(&b.key()));
+        let mut dropped: Vec<PathBuf> = Vec::new();
+        let mut all_dropped: Vec<PathBuf> = Vec::new();
         let (mut said, mut failed) = (Vec::new(), Vec::new());
-        for e in found.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        for e in found {
+            let path = e.key().0;
+            while dropped.last().is_some_and(|d| !path.starts_with(d)) {
+                dropped.pop();
+            }
+            if !dropped.is_empty() {
+                continue;
+            }
             match e {
-                Entry::File(p) => out.push(p),
-                Entry::Note(n) => said.push(n),
-                Entry::Error(e) => failed.push(e),
+                Entry::Dir(d) => {
+                    if config_excluded(&d, true) {
+                        all_dropped.push(d.clone());
+                        dropped.push(d);
+                    }
+                }
+                // Its directories were asked as the walk entered them.
+                Entry::File(f) => {
+                    if !(excludes.excluded(&f, false) || config_excluded(&f, false)) {
+                        out.push(f);
+                    }
+                }
+                Entry::Note(_, n) => said.push(n),
+                Entry::Error(_, e) => failed.push(e),
             }
         }
-        said.sort();
-        failed.sort();
         notes.extend(said);
         errors.extend(failed);
+        // A vendored directory under one a config excludes is not said.
+        if !all_dropped.is_empty() {
+            let mut v = vendored.lock().unwrap_or_else(|e| e.into_inner());
+            v.retain(|s| !all_dropped.iter().any(|d| s.starts_with(d)));
+        }
     }
-    let mut vendored = std::mem::take(&mut *vendored.lock().unwrap_or_else(|e| e.into_inner()));
+    let mut vendored: Vec<String> =
+        std::mem::take(&mut *vendored.lock().unwrap_or_else(|e| e.into_inner()))
+            .iter()
+            .map(|v| display_path(v, Path::new(".")))
+            .collect();
     if !vendored.is_empty() {
         vendored.sort();
         vendored.dedup();
@@ -298,42 +344,47 @@ pub fn collect(
 
 /// What the walk makes of one entry: a `.rs` file to audit, a note about
 /// one it skips, or a directory it could not read.
-fn entry_of(
-    entry: Result<ignore::DirEntry, ignore::Error>,
-    excludes: &Excludes,
-    config_excluded: &(dyn Fn(&Path, bool) -> bool + Sync),
-) -> Option<Entry> {
+fn entry_of(entry: Result<ignore::DirEntry, ignore::Error>) -> Option<Entry> {
     let entry = match entry {
         Ok(e) => e,
         // An unreadable directory: its files would be missing from the
         // report, so the run fails (exit 2) at the end.
-        Err(e) => return Some(Entry::Error(format!("{e}"))),
+        Err(e) => return Some(Entry::Error(error_path(&e), format!("{e}"))),
     };
     let ft = entry.file_type()?;
     let path = entry.path();
+    if ft.is_dir() && entry.depth() > 0 {
+        return Some(Entry::Dir(path.to_path_buf()));
+    }
     if path.extension().and_then(|e| e.to_str()) != Some("rs") {
         return None;
     }
     if !ft.is_file() {
         // Not silently: a `.rs` name that is not read is said.
-        if ft.is_symlink() {
-            return Some(Entry::Note(format!(
-                "{}: symbolic link not followed, skipped (name its target to audit it)",
-                crate::escape::path(path)
-            )));
+        let note = if ft.is_symlink() {
+            "symbolic link not followed, skipped (name its target to audit it)"
         } else if !ft.is_dir() {
-            return Some(Entry::Note(format!(
-                "{}: not a regular file, skipped",
-                crate::escape::path(path)
-            )));
-        }
-        return None;
-    }
-    // Its directories were checked as the walk entered them.
-    if excludes.excluded(path, false) || config_excluded(path, false) {
-        return None;
+            "not a regular file, skipped"
+        } else {
+            return None;
+        };
+        let shown = format!("{}: {note}", crate::escape::path(path));
+        return Some(Entry::Note(path.to_path_buf(), shown));
     }
     Some(Entry::File(path.to_path_buf()))
+}
+
+/// The path an error of the walk is about (empty when it names none).
+fn error_path(e: &ignore::Error) -> PathBuf {
+    match e {
+        ignore::Error::WithPath { path, .. } => path.clone(),
+        ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
+            error_path(err)
+        }
+        ignore::Error::Loop { child, .. } => child.clone(),
+        ignore::Error::Partial(errs) => errs.first().map(error_path).unwrap_or_default(),
+        _ => PathBuf::new(),
+    }
 }
 
 /// What makes two names one file, for the files `mod` declarations reach:

@@ -362,6 +362,56 @@ fn walk_notes_come_in_path_order_whatever_the_threads() {
     }
 }
 
+/// The configs of a tree are found in the order of their directories'
+/// paths whatever the walk's threads do: their warnings come in that
+/// order, and what a config excludes is dropped with its notes.
+#[test]
+fn configs_are_found_in_path_order_whatever_the_threads() {
+    let dir = with_hostile("plain.rs", b"fn main() {}\n");
+    let dirs = ["zeta", "alpha", "mid/inner", "mid", "beta/deep/er", "gamma"];
+    for d in dirs {
+        let at = dir.path().join(d);
+        fs::create_dir_all(&at).unwrap();
+        fs::write(at.join("real.rs"), WITNESS).unwrap();
+        fs::write(at.join("lockaudit.yaml"), "max-file-size: 99999999999\n").unwrap();
+    }
+    // gamma's config excludes its `skipped/`, whose link is not said.
+    fs::write(
+        dir.path().join("gamma/lockaudit.yaml"),
+        "max-file-size: 99999999999\nexclude:\n  - skipped\n",
+    )
+    .unwrap();
+    fs::create_dir_all(dir.path().join("gamma/skipped")).unwrap();
+    fs::write(dir.path().join("gamma/skipped/real.rs"), WITNESS).unwrap();
+    std::os::unix::fs::symlink("real.rs", dir.path().join("gamma/skipped/alias.rs")).unwrap();
+    let said = |jobs: &str| {
+        let r = short(dir.path(), &["--jobs", jobs]);
+        assert_eq!(r.code, 1, "{r:?}");
+        assert!(r.stdout.ends_with("8 files audited\n"), "{r:?}");
+        assert!(!r.stderr.contains("skipped/alias.rs"), "{r:?}");
+        r.stderr
+            .lines()
+            .filter(|l| l.starts_with("warning:"))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let one = said("1");
+    // A directory before what is in it, then its siblings by name.
+    let mut in_order: Vec<&Path> = dirs.iter().map(Path::new).collect();
+    in_order.sort();
+    let configs: Vec<String> = in_order
+        .iter()
+        .map(|d| format!("warning: {}/lockaudit.yaml:", d.display()))
+        .collect();
+    assert_eq!(one.len(), configs.len(), "{one:?}");
+    for (said, config) in one.iter().zip(&configs) {
+        assert!(said.starts_with(config), "{one:?}");
+    }
+    for _ in 0..3 {
+        assert_eq!(said("2"), one);
+    }
+}
+
 fn is_root() -> bool {
     let out = Command::new("id").arg("-u").output().unwrap();
     String::from_utf8_lossy(&out.stdout).trim() == "0"
@@ -414,7 +464,13 @@ fn unreadable_files_fail_the_run() {
     let mut excluded = args.to_vec();
     excluded.splice(1..1, ["--exclude", "sealed"]);
     let quiet = lockaudit_with(dir.path(), &excluded, unprivileged);
+    // Excluded by a config, the same.
+    fs::write(dir.path().join("lockaudit.yaml"), "exclude:\n  - sealed\n").unwrap();
+    let by_config = lockaudit_with(dir.path(), &args, unprivileged);
+    fs::remove_file(dir.path().join("lockaudit.yaml")).unwrap();
     fs::set_permissions(&sub, fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(by_config.code, 1, "{by_config:?}");
+    assert!(!by_config.stderr.contains("sealed"), "{by_config:?}");
     assert_eq!(r.code, 2, "{r:?}");
     assert!(r.stderr.contains("sealed"), "{r:?}");
     assert!(r.stdout.contains(WITNESS_LINE), "{r:?}");
