@@ -2034,42 +2034,31 @@ mod tests {
     /// A chain of wrappers forty files long is followed to its outermost
     /// caller, where the ignored result stands; the missing purpose stands
     /// once, at the lock call. Each file of the chain is audited again
-    /// once, in the round that finds the wrapper it calls.
+    /// once, in the round that finds the wrapper it calls. A chain of
+    /// thirty that calls back into its first wrapper ends the same way.
     #[test]
-    fn a_chain_is_followed_however_many_files_it_crosses() {
-        const LAYERS: usize = 40;
-        let texts = chain_crate(LAYERS, false);
-        let cwd = std::path::Path::new("/nonexistent-lockaudit-deep");
-        let run = counted_passes(cwd, &texts, false);
-        assert_eq!(
-            found(&run),
-            [
-                format!("missing-purpose src/l{}.rs:2", LAYERS - 1),
-                "ignored-acquire-result src/main.rs:2".to_string()
-            ]
-        );
-        // The lock's file parsed in its first audit, and judged again from
-        // its facts as the definer its callers reach; every other file
-        // parsed once, in the round that finds the wrapper it calls (the
-        // pre-filter skipped it).
-        assert_eq!(run.parses, LAYERS + 1);
-    }
-
-    /// A chain that calls back into its first wrapper, across thirty
-    /// files, ends: each file is a wrapper once, and the caller is reached.
-    #[test]
-    fn a_chain_calling_back_into_itself_ends() {
-        const LAYERS: usize = 30;
-        let texts = chain_crate(LAYERS, true);
-        let cwd = std::path::Path::new("/nonexistent-lockaudit-ring");
-        let run = counted_passes(cwd, &texts, false);
-        assert_eq!(
-            found(&run),
-            [
-                format!("missing-purpose src/l{}.rs:5", LAYERS - 1),
-                "ignored-acquire-result src/main.rs:2".to_string()
-            ]
-        );
+    fn a_chain_is_followed_to_its_end_however_long_or_looped() {
+        // (files, whether the last calls back the first, the lock's line)
+        for (layers, ring, line) in [(40, false, 2), (30, true, 5)] {
+            let texts = chain_crate(layers, ring);
+            let cwd = std::path::Path::new("/nonexistent-lockaudit-deep");
+            let run = counted_passes(cwd, &texts, false);
+            assert_eq!(
+                found(&run),
+                [
+                    format!("missing-purpose src/l{}.rs:{line}", layers - 1),
+                    "ignored-acquire-result src/main.rs:2".to_string()
+                ],
+                "ring: {ring}"
+            );
+            // The lock's file parsed in its first audit, and judged again
+            // from its facts as the definer its callers reach; every other
+            // file parsed once, in the round that finds the wrapper it
+            // calls (the pre-filter skipped it).
+            if !ring {
+                assert_eq!(run.parses, layers + 1);
+            }
+        }
     }
 
     /// Past their bound on work, the rounds stop where they are: the run

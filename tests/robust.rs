@@ -331,42 +331,12 @@ fn symlink_loops_are_not_followed() {
     assert!(r.stderr.contains("loop_a: cannot read:"), "{r:?}");
 }
 
-/// The walk's threads find entries in any order; what it says of them
-/// comes in the order of their paths, the same whatever `--jobs` says.
+/// The walk's threads find entries in any order; the configs of a tree
+/// are found in the order of their directories' paths whatever the
+/// threads do, so their warnings come in that order, and so do the notes
+/// about skipped links; what a config excludes is dropped with its notes.
 #[test]
-fn walk_notes_come_in_path_order_whatever_the_threads() {
-    let dir = with_hostile("plain.rs", b"fn main() {}\n");
-    let dirs = ["zeta", "alpha", "mid/inner", "mid", "beta/deep/er"];
-    for d in dirs {
-        fs::create_dir_all(dir.path().join(d)).unwrap();
-        fs::write(dir.path().join(d).join("real.rs"), WITNESS).unwrap();
-        std::os::unix::fs::symlink("real.rs", dir.path().join(d).join("alias.rs")).unwrap();
-    }
-    let notes = |jobs: &str| {
-        let r = short(dir.path(), &["--jobs", jobs]);
-        assert_eq!(r.code, 1, "{r:?}");
-        assert!(r.stdout.ends_with("in 6 files; 7 files audited\n"), "{r:?}");
-        r.stderr
-            .lines()
-            .filter(|l| l.contains("symbolic link not followed"))
-            .map(str::to_string)
-            .collect::<Vec<_>>()
-    };
-    let one = notes("1");
-    let mut sorted = one.clone();
-    sorted.sort();
-    assert_eq!(one.len(), dirs.len(), "{one:?}");
-    assert_eq!(one, sorted);
-    for _ in 0..3 {
-        assert_eq!(notes("2"), one);
-    }
-}
-
-/// The configs of a tree are found in the order of their directories'
-/// paths whatever the walk's threads do: their warnings come in that
-/// order, and what a config excludes is dropped with its notes.
-#[test]
-fn configs_are_found_in_path_order_whatever_the_threads() {
+fn the_walk_says_what_it_finds_in_path_order_whatever_the_threads() {
     let dir = with_hostile("plain.rs", b"fn main() {}\n");
     let dirs = ["zeta", "alpha", "mid/inner", "mid", "beta/deep/er", "gamma"];
     for d in dirs {
@@ -374,6 +344,7 @@ fn configs_are_found_in_path_order_whatever_the_threads() {
         fs::create_dir_all(&at).unwrap();
         fs::write(at.join("real.rs"), WITNESS).unwrap();
         fs::write(at.join("lockaudit.yaml"), "max-file-size: 99999999999\n").unwrap();
+        std::os::unix::fs::symlink("real.rs", at.join("alias.rs")).unwrap();
     }
     // gamma's config excludes its `skipped/`, whose link is not said.
     fs::write(
@@ -391,7 +362,7 @@ fn configs_are_found_in_path_order_whatever_the_threads() {
         assert!(!r.stderr.contains("skipped/alias.rs"), "{r:?}");
         r.stderr
             .lines()
-            .filter(|l| l.starts_with("warning:"))
+            .filter(|l| l.starts_with("warning:") || l.contains("symbolic link not followed"))
             .map(str::to_string)
             .collect::<Vec<_>>()
     };
@@ -399,13 +370,18 @@ fn configs_are_found_in_path_order_whatever_the_threads() {
     // A directory before what is in it, then its siblings by name.
     let mut in_order: Vec<&Path> = dirs.iter().map(Path::new).collect();
     in_order.sort();
-    let configs: Vec<String> = in_order
+    let expected: Vec<String> = in_order
         .iter()
         .map(|d| format!("warning: {}/lockaudit.yaml:", d.display()))
+        .chain(
+            in_order
+                .iter()
+                .map(|d| format!("note: ./{}/alias.rs: symbolic link", d.display())),
+        )
         .collect();
-    assert_eq!(one.len(), configs.len(), "{one:?}");
-    for (said, config) in one.iter().zip(&configs) {
-        assert!(said.starts_with(config), "{one:?}");
+    assert_eq!(one.len(), expected.len(), "{one:?}");
+    for (said, expected) in one.iter().zip(&expected) {
+        assert!(said.starts_with(expected), "{one:?}");
     }
     for _ in 0..3 {
         assert_eq!(said("2"), one);
