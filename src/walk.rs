@@ -293,7 +293,7 @@ pub fn collect(
                         dropped.push(d);
                     }
                 }
-                // Its directories were asked as the walk entered them.
+                // Its directories were asked before it (path order).
                 Entry::File(f) => {
                     if !(excludes.excluded(&f, false) || config_excluded(&f, false)) {
                         out.push(f);
@@ -342,8 +342,8 @@ pub fn collect(
     Ok(out)
 }
 
-/// What the walk makes of one entry: a `.rs` file to audit, a note about
-/// one it skips, or a directory it could not read.
+/// What the walk makes of one entry: a directory it enters, a `.rs` file
+/// to audit, a note about one it skips, or a directory it could not read.
 fn entry_of(entry: Result<ignore::DirEntry, ignore::Error>) -> Option<Entry> {
     let entry = match entry {
         Ok(e) => e,
