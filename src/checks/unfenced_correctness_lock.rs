@@ -385,7 +385,7 @@ fn taint(f: &FnModel, seeds: &[String], from: usize) -> BTreeSet<String> {
 /// entered without a summary: a hostile crate's web of calls that recurse
 /// into each other costs a bounded walk. Calls are otherwise followed as
 /// deep as they go.
-const MAX_FOLLOWED: usize = 20_000;
+const MAX_ENTERED: usize = 20_000;
 
 /// The walk of the calls from one critical section: the functions on the
 /// way (a call back into one of them adds nothing), and each function's
@@ -472,7 +472,7 @@ fn follow_call(
     if let Some(&summary) = follow.summaries.get(&key) {
         return summary;
     }
-    if follow.entered >= MAX_FOLLOWED {
+    if follow.entered >= MAX_ENTERED {
         return (0, 0);
     }
     follow.entered += 1;
