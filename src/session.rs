@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
@@ -23,7 +24,7 @@ use crate::walk::{self, Excludes};
 
 use crate::diag::print_yaml_errors;
 use crate::exit::Failure;
-pub(crate) use crate::source::read_capped;
+use crate::source::Source;
 
 /// Everything a run needs before it reads files.
 pub struct Prepared {
@@ -345,6 +346,98 @@ pub(crate) fn generated(bytes: &[u8]) -> bool {
     })
 }
 
+/// The bytes of one crate's files, held from their first audit until the
+/// crate passes are done with them, so that no file is read twice.
+#[derive(Default)]
+struct CrateHold {
+    /// Its files not audited yet.
+    left: AtomicUsize,
+    /// Whether a file of it offers the others something or asks for their
+    /// functions: then the passes audit its files again, from these bytes.
+    crosses: AtomicBool,
+    /// (the file's place in the results, its bytes as read).
+    held: std::sync::Mutex<Vec<(usize, Vec<u8>)>>,
+}
+
+/// What a run holds of the files it read, by crate ([`crate::cross`]'s
+/// crate roots). A crate where no file crosses into another lets its
+/// files' bytes go once its last file is audited, so a run holds the text
+/// of the crates the passes will work on and of those being audited, within
+/// [`crate::cross::MAX_HELD_BYTES`]: past that a file is read again
+/// when the passes need it.
+struct Holds {
+    crates: Vec<CrateHold>,
+    by_root: HashMap<PathBuf, usize>,
+    roots: crate::cross::Roots,
+    budget: crate::cross::Held,
+    /// Every crate's bytes are held to the passes: the walk named part of
+    /// a crate, and the passes audit its other files too.
+    keep_all: bool,
+}
+
+impl Holds {
+    fn new(keep_all: bool) -> Holds {
+        Holds {
+            crates: Vec::new(),
+            by_root: HashMap::new(),
+            roots: Default::default(),
+            budget: crate::cross::Held::new(crate::cross::MAX_HELD_BYTES),
+            keep_all,
+        }
+    }
+
+    /// The crate of `path`, counting one more file of it to audit.
+    fn enter(&mut self, path: &Path, cwd: &Path) -> usize {
+        let root = self.roots.of(path, cwd).unwrap_or_default();
+        let next = self.crates.len();
+        let c = *self.by_root.entry(root).or_insert(next);
+        if c == next {
+            self.crates.push(CrateHold::default());
+        }
+        self.crates[c].left.fetch_add(1, Ordering::SeqCst);
+        c
+    }
+
+    /// A file of crate `c` audited (its place `slot` in the results, its
+    /// bytes if it was read, whether it crosses into other files).
+    fn audited(&self, c: usize, slot: usize, bytes: Option<Vec<u8>>, crosses: bool) {
+        let hold = &self.crates[c];
+        if crosses {
+            hold.crosses.store(true, Ordering::SeqCst);
+        }
+        if let Some(b) = bytes.filter(|b| self.budget.take(b.len())) {
+            lock(&hold.held).push((slot, b));
+        }
+        // The last file of a crate that nothing crosses: its bytes go.
+        if hold.left.fetch_sub(1, Ordering::SeqCst) == 1
+            && !self.keep_all
+            && !hold.crosses.load(Ordering::SeqCst)
+        {
+            let gone = std::mem::take(&mut *lock(&hold.held));
+            self.budget
+                .give_back(gone.iter().map(|(_, b)| b.len()).sum());
+        }
+    }
+
+    /// The bytes held, by place in the results.
+    fn into_bytes(self) -> HashMap<usize, std::sync::Arc<[u8]>> {
+        self.crates
+            .into_iter()
+            .flat_map(|c| c.held.into_inner().unwrap_or_else(|e| e.into_inner()))
+            .map(|(slot, b)| (slot, b.into()))
+            .collect()
+    }
+}
+
+/// A walk that may have left part of a crate unwalked (a file, or a
+/// directory inside a crate, was named): the passes audit the rest.
+fn partial(p: &Prepared) -> bool {
+    !p.named.is_empty()
+        || p.walked_dirs
+            .iter()
+            .any(|d| crate::model::resolve::crate_root_at_or_above(d).is_some_and(|r| r != *d))
+}
+
 /// Reads and audits every file, in parallel; results sorted. Files that
 /// `mod` declarations and `#[path]` reach from an audited file are compiled,
 /// so they are audited too (in further rounds), whatever their name and
@@ -352,6 +445,12 @@ pub(crate) fn generated(bytes: &[u8]) -> bool {
 /// from the gate that way. They must be regular files inside the
 /// repository; lockaudit's own excludes still apply.
 pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
+    audit_from(p, inventory, &crate::source::Disk)
+}
+
+/// [`audit`], reading every file through `source`, each once: the crate
+/// passes work on the bytes the first audit held ([`Holds`]).
+pub fn audit_from(p: &Prepared, inventory: bool, source: &dyn Source) -> Result<Audit, Failure> {
     let pool = crate::parse::pool(p.jobs)?;
     let mut scopes = lock(&p.scopes);
     // The files audited so far, by path as the walk spells them: most
@@ -360,11 +459,16 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
     // And by identity (device and inode), asked only for a module not known
     // by its path: a hard link or another spelling of an audited file.
     let mut seen: Option<std::collections::HashSet<walk::Identity>> = None;
-    let mut queue: Vec<(PathBuf, usize)> = p
+    let mut holds = Holds::new(partial(p));
+    let mut queue: Vec<(PathBuf, usize, usize)> = p
         .files
         .iter()
         .cloned()
         .zip(p.file_scope.iter().copied())
+        .map(|(f, scope)| {
+            let c = holds.enter(&f, &p.cwd);
+            (f, scope, c)
+        })
         .collect();
     let mut excluded_modules = 0usize;
     let mut results: Vec<(PathBuf, usize, String, FileResult)> = Vec::new();
@@ -379,7 +483,9 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
             let prefilters = prefilters(p, list);
             // Words are taken later, of the crates that need them.
             let engines: Vec<Engine> = engines(list, &prefilters, &manifests);
-            let audit_one = |(path, scope): &(PathBuf, usize)| -> (
+            let base = results.len();
+            let holds = &holds;
+            let audit_one = |(k, (path, scope, c)): (usize, &(PathBuf, usize, usize))| -> (
                 PathBuf,
                 usize,
                 String,
@@ -389,7 +495,8 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
                     let shown = walk::display_path(path, &p.cwd);
                     let engine = &engines[*scope];
                     let mut mods = (Vec::new(), false);
-                    let r = match read_capped(path, engine.settings.max_file_size) {
+                    let mut held = None;
+                    let r = match source.read(path, engine.settings.max_file_size) {
                         Ok(Err(size)) => Ok((engine.too_large(&shown, size), Some(String::new()))),
                         Ok(Ok(bytes))
                             if !p.include_vendored
@@ -406,15 +513,20 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
                             let out = engine.check_bytes(&shown, &bytes, inventory);
                             let text = (!out.findings.is_empty())
                                 .then(|| String::from_utf8_lossy(&bytes).into_owned());
+                            held = Some(bytes);
                             Ok((out, text))
                         }
                         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Skip::Removed),
                         Err(e) => Err(Skip::Unreadable(e.to_string())),
                     };
+                    let crosses = r.as_ref().is_ok_and(|(out, _)| {
+                        out.offers() || !out.asked.calls.is_empty()
+                    });
+                    holds.audited(*c, base + k, held, crosses);
                     progress.inc();
                     (path.clone(), *scope, shown, r, mods)
                 };
-            pool.install(|| queue.par_iter().map(audit_one).collect())
+            pool.install(|| queue.par_iter().enumerate().map(audit_one).collect())
         };
         let mut next = Vec::new();
         for (path, scope, shown, r, (mods, in_macro)) in round {
@@ -446,7 +558,8 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
                     continue;
                 }
                 known.insert(m.clone());
-                next.push((m, scope));
+                let c = holds.enter(&m, &p.cwd);
+                next.push((m, scope, c));
             }
             results.push((path, scope, shown, r));
         }
@@ -455,7 +568,17 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
         queue = next;
     }
     progress.phase("following calls across files");
-    crate_passes(p, &pool, &scopes, &manifests, &mut results, inventory);
+    let held = holds.into_bytes();
+    crate_passes(
+        p,
+        &pool,
+        &scopes,
+        &manifests,
+        &mut results,
+        inventory,
+        held,
+        source,
+    );
     drop(progress);
     drop(scopes);
     if !macro_modules.is_empty() {
@@ -640,7 +763,10 @@ pub(crate) fn engines<'s>(
 
 /// The crate passes ([`crate::cross`]): the files that call another
 /// file's wrapper, the files that define them, and the files whose fencing
-/// check follows calls into other files are audited again.
+/// check follows calls into other files are audited again, from the bytes
+/// the first audit `held` (by place in `results`); a file read again is
+/// one the bound on what is held let go.
+#[allow(clippy::too_many_arguments)]
 fn crate_passes(
     p: &Prepared,
     pool: &rayon::ThreadPool,
@@ -648,6 +774,8 @@ fn crate_passes(
     manifests: &Manifests,
     results: &mut [(PathBuf, usize, String, FileResult)],
     inventory: bool,
+    mut held: HashMap<usize, std::sync::Arc<[u8]>>,
+    source: &dyn Source,
 ) {
     let list = &scopes.list;
     // No pre-filter: a caller of a wrapper need not mention any lock API.
@@ -661,17 +789,21 @@ fn crate_passes(
     for (i, (path, scope, shown, r)) in results.iter_mut().enumerate() {
         if let Ok((out, _)) = r {
             slots.push(i);
-            files.push(crate::cross::Audited::new(
+            let mut file = crate::cross::Audited::new(
                 path.clone(),
                 *scope,
                 shown.clone(),
                 std::mem::take(out),
-            ));
+            );
+            file.bytes = held.remove(&i);
+            files.push(file);
         }
     }
+    drop(held);
     let engine = |scope: usize| unfiltered[scope];
     let read = |path: &Path, scope: usize| -> Option<std::sync::Arc<[u8]>> {
-        read_capped(path, list[scope].settings.max_file_size)
+        source
+            .read(path, list[scope].settings.max_file_size)
             .ok()
             .and_then(Result::ok)
             .map(Into::into)
@@ -698,10 +830,7 @@ fn crate_passes(
     let first = |scope: usize| engines_first[scope];
     // A named file, or a named directory inside a crate, may leave part
     // of its crate unwalked.
-    let partial = !p.named.is_empty()
-        || p.walked_dirs
-            .iter()
-            .any(|d| crate::model::resolve::crate_root_at_or_above(d).is_some_and(|r| r != *d));
+    let partial = partial(p);
     let sources = crate::cross::Sources {
         first: &first,
         engine: &engine,
@@ -806,7 +935,10 @@ pub fn audit_in_crate(
     first_audits: Option<&crate::cross::FirstAudits>,
 ) -> FileOutcome {
     let path = cwd.join(shown);
-    let edited = crate::cross::Audited::edited(engine, path.clone(), shown, bytes, first_audits);
+    let mut edited =
+        crate::cross::Audited::edited(engine, path.clone(), shown, bytes, first_audits);
+    // The buffer is the file's text for every pass.
+    edited.bytes = Some(bytes.into());
     let Ok(pool) = crate::parse::pool(None) else {
         return edited.outcome;
     };

@@ -267,6 +267,24 @@ impl SourceFile {
     }
 }
 
+/// Where a run reads the files it audits: the disk ([`Disk`]) for a
+/// `check`; a test counts what a run reads through its own. A run reads
+/// each file through it once: later phases borrow the bytes it gave.
+pub trait Source: Sync {
+    /// The bytes of `path`, or its size when that is more than `limit`
+    /// (then it is not read), as [`read_capped`].
+    fn read(&self, path: &std::path::Path, limit: u64) -> std::io::Result<Result<Vec<u8>, u64>>;
+}
+
+/// The files on disk.
+pub struct Disk;
+
+impl Source for Disk {
+    fn read(&self, path: &std::path::Path, limit: u64) -> std::io::Result<Result<Vec<u8>, u64>> {
+        read_capped(path, limit)
+    }
+}
+
 /// A file's bytes, or its size when it is larger than `limit` (then it is
 /// not read: memory stays bounded whatever the tree holds).
 pub fn read_capped(path: &std::path::Path, limit: u64) -> std::io::Result<Result<Vec<u8>, u64>> {

@@ -798,3 +798,123 @@ fn a_long_pipeline_is_linear() {
     let run = capped_run("pipeline.rs", &text, 1024);
     assert_eq!(run.code, 0, "{}", run.stderr);
 }
+
+/// A source that counts how many times a run reads each file.
+#[derive(Default)]
+struct CountingSource {
+    reads: std::sync::Mutex<std::collections::BTreeMap<PathBuf, usize>>,
+}
+
+impl lockaudit::source::Source for CountingSource {
+    fn read(&self, path: &Path, limit: u64) -> std::io::Result<Result<Vec<u8>, u64>> {
+        *self
+            .reads
+            .lock()
+            .unwrap()
+            .entry(path.to_path_buf())
+            .or_default() += 1;
+        lockaudit::source::read_capped(path, limit)
+    }
+}
+
+/// What a counted run found (check, file, line), how many times it read
+/// each file, and the files its walk chose.
+type Counted = (
+    Vec<(String, String, usize)>,
+    std::collections::BTreeMap<PathBuf, usize>,
+    Vec<PathBuf>,
+);
+
+/// Runs the session over `paths` through a counting source.
+fn counted_audit(paths: &[PathBuf], prefilter: bool) -> Counted {
+    let common = lockaudit::cli::CommonArgs {
+        no_prefilter: !prefilter,
+        ..Default::default()
+    };
+    let prepared = lockaudit::session::prepare(paths, &common).unwrap();
+    let source = CountingSource::default();
+    let audit = lockaudit::session::audit_from(&prepared, false, &source).unwrap();
+    let found = audit
+        .findings
+        .iter()
+        .map(|f| {
+            (
+                f.check.as_str().to_string(),
+                f.path.clone(),
+                f.span.start.line,
+            )
+        })
+        .collect();
+    (found, source.reads.into_inner().unwrap(), prepared.files)
+}
+
+/// Each file is read once per run, however its crate's files reach each
+/// other: the crate passes audit a wrapper's callers, its definer and the
+/// functions a fencing check follows from the bytes the first audit held,
+/// with the pre-filter (which skips the callers at first) and without. A
+/// run that names one file of a crate reads the rest of the crate once
+/// too. The passes did their work: the findings that only they make are
+/// there.
+#[test]
+fn every_file_is_read_once_per_run() {
+    let projects = Path::new("fixtures/projects");
+    let mut crossing = 0;
+    for entry in fs::read_dir(projects).unwrap() {
+        let dir = entry.unwrap().path();
+        if !dir.join("Cargo.toml").is_file() {
+            continue;
+        }
+        for prefilter in [true, false] {
+            let (found, reads, walked) = counted_audit(std::slice::from_ref(&dir), prefilter);
+            for f in &walked {
+                assert_eq!(
+                    reads.get(f),
+                    Some(&1),
+                    "{} (pre-filter: {prefilter})",
+                    f.display()
+                );
+            }
+            for (f, n) in &reads {
+                assert_eq!(*n, 1, "{} read {n} times", f.display());
+            }
+            crossing += usize::from(
+                found
+                    .iter()
+                    .any(|(check, _, _)| check == "ignored-acquire-result"),
+            );
+        }
+    }
+    assert!(crossing >= 4, "{crossing} runs found what the passes find");
+    // The outermost callers of `deep-chains`, whose findings only the
+    // passes make, with the pre-filter on and off.
+    let deep = projects.join("deep-chains");
+    for prefilter in [true, false] {
+        let (found, reads, _) = counted_audit(std::slice::from_ref(&deep), prefilter);
+        assert!(
+            found
+                .iter()
+                .any(|(check, path, _)| check == "ignored-acquire-result"
+                    && path.ends_with("runner.rs")),
+            "{found:?}"
+        );
+        assert!(
+            found
+                .iter()
+                .any(|(check, _, _)| check == "unfenced-correctness-lock"),
+            "{found:?}"
+        );
+        assert!(reads.values().all(|&n| n == 1), "{reads:?}");
+    }
+    // One file named: the passes audit the rest of its crate, each file
+    // read once.
+    let (found, reads, walked) = counted_audit(&[deep.join("src/runner.rs")], true);
+    assert_eq!(walked.len(), 1);
+    assert!(reads.len() > 10, "{reads:?}");
+    assert!(reads.values().all(|&n| n == 1), "{reads:?}");
+    assert!(
+        found.iter().any(
+            |(check, path, _)| check == "ignored-acquire-result" && path.ends_with("runner.rs")
+        ),
+        "{found:?}"
+    );
+}
