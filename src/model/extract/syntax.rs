@@ -93,11 +93,73 @@ pub(super) fn start_span(e: &Expr) -> proc_macro2::Span {
         }
         Expr::Unsafe(u) if u.attrs.is_empty() => u.unsafe_token.span,
         Expr::Return(r) if r.attrs.is_empty() => r.return_token.span,
-        Expr::Macro(m) if m.attrs.is_empty() => m.mac.path.span(),
-        Expr::Path(p) if p.attrs.is_empty() && p.qself.is_none() => p.path.span(),
+        Expr::Macro(m) if m.attrs.is_empty() => path_start(&m.mac.path),
+        Expr::Path(p) if p.attrs.is_empty() && p.qself.is_none() => path_start(&p.path),
+        Expr::Struct(s) if s.attrs.is_empty() && s.qself.is_none() => path_start(&s.path),
         Expr::Reference(r) if r.attrs.is_empty() => r.and_token.span,
         Expr::Lit(l) if l.attrs.is_empty() => l.lit.span(),
+        Expr::Unary(u) if u.attrs.is_empty() => match u.op {
+            syn::UnOp::Deref(t) => t.span,
+            syn::UnOp::Not(t) => t.span,
+            syn::UnOp::Neg(t) => t.span,
+            _ => e.span(),
+        },
+        Expr::Paren(p) if p.attrs.is_empty() => p.paren_token.span.open(),
+        Expr::Tuple(t) if t.attrs.is_empty() => t.paren_token.span.open(),
+        Expr::Array(a) if a.attrs.is_empty() => a.bracket_token.span.open(),
+        Expr::Async(a) if a.attrs.is_empty() => a.async_token.span,
+        Expr::Let(l) if l.attrs.is_empty() => l.let_token.span,
+        Expr::Break(b) if b.attrs.is_empty() => b.break_token.span,
+        Expr::Continue(c) if c.attrs.is_empty() => c.continue_token.span,
+        Expr::Closure(c)
+            if c.attrs.is_empty()
+                && c.lifetimes.is_none()
+                && c.constness.is_none()
+                && c.movability.is_none() =>
+        {
+            match (c.asyncness, c.capture) {
+                (Some(a), _) => a.span,
+                (None, Some(m)) => m.span,
+                (None, None) => c.or1_token.span,
+            }
+        }
+        Expr::Range(r) if r.attrs.is_empty() => match &r.start {
+            Some(s) => start_span(s),
+            None => range_limits(&r.limits).0,
+        },
         other => other.span(),
+    }
+}
+
+/// Where a path starts: its leading `::` or its first segment.
+fn path_start(p: &syn::Path) -> proc_macro2::Span {
+    match (&p.leading_colon, p.segments.first()) {
+        (Some(c), _) => c.spans[0],
+        (None, Some(s)) => s.ident.span(),
+        (None, None) => p.span(),
+    }
+}
+
+/// Where a path ends: its last segment's name, or the `>` or `)` closing
+/// that segment's arguments.
+fn path_end(p: &syn::Path) -> proc_macro2::Span {
+    match p.segments.last().map(|s| (s, &s.arguments)) {
+        Some((s, syn::PathArguments::None)) => s.ident.span(),
+        Some((_, syn::PathArguments::AngleBracketed(a))) => a.gt_token.span,
+        Some((_, syn::PathArguments::Parenthesized(a)))
+            if matches!(a.output, syn::ReturnType::Default) =>
+        {
+            a.paren_token.span.close()
+        }
+        _ => p.span(),
+    }
+}
+
+/// The first and last spans of a range's `..` or `..=`.
+fn range_limits(l: &syn::RangeLimits) -> (proc_macro2::Span, proc_macro2::Span) {
+    match l {
+        syn::RangeLimits::HalfOpen(t) => (t.spans[0], t.spans[1]),
+        syn::RangeLimits::Closed(t) => (t.spans[0], t.spans[2]),
     }
 }
 
@@ -110,8 +172,46 @@ pub(super) fn end_span(e: &Expr) -> proc_macro2::Span {
         Expr::Await(a) => a.await_token.span,
         Expr::Try(t) => t.question_token.span,
         Expr::Macro(m) => m.mac.delimiter.span().close(),
-        Expr::Path(p) if p.qself.is_none() => p.path.span(),
+        Expr::Path(p) => path_end(&p.path),
         Expr::Lit(l) => l.lit.span(),
+        Expr::Field(f) => match &f.member {
+            syn::Member::Named(i) => i.span(),
+            syn::Member::Unnamed(i) => i.span,
+        },
+        Expr::Index(i) => i.bracket_token.span.close(),
+        Expr::Paren(p) => p.paren_token.span.close(),
+        Expr::Tuple(t) => t.paren_token.span.close(),
+        Expr::Array(a) => a.bracket_token.span.close(),
+        Expr::Struct(s) => s.brace_token.span.close(),
+        Expr::Block(b) => b.block.brace_token.span.close(),
+        Expr::Unsafe(u) => u.block.brace_token.span.close(),
+        Expr::Async(a) => a.block.brace_token.span.close(),
+        Expr::Loop(l) => l.body.brace_token.span.close(),
+        Expr::While(w) => w.body.brace_token.span.close(),
+        Expr::ForLoop(f) => f.body.brace_token.span.close(),
+        Expr::Match(m) => m.brace_token.span.close(),
+        // An `else if` chain is followed in a loop, however long.
+        Expr::If(first) => {
+            let mut i = first;
+            loop {
+                match i.else_branch.as_ref().map(|(_, e)| &**e) {
+                    None => return i.then_branch.brace_token.span.close(),
+                    Some(Expr::If(next)) => i = next,
+                    Some(other) => return end_span(other),
+                }
+            }
+        }
+        Expr::Reference(r) => end_span(&r.expr),
+        Expr::Unary(u) => end_span(&u.expr),
+        Expr::Binary(b) => end_span(&b.right),
+        Expr::Assign(a) => end_span(&a.right),
+        Expr::Closure(c) => end_span(&c.body),
+        Expr::Let(l) => end_span(&l.expr),
+        Expr::Return(r) => r.expr.as_deref().map_or(r.return_token.span, end_span),
+        Expr::Range(r) => match &r.end {
+            Some(e) => end_span(e),
+            None => range_limits(&r.limits).1,
+        },
         other => other.span(),
     }
 }
@@ -578,4 +678,107 @@ pub(super) fn is_scalar(ty: &str) -> bool {
 pub(super) fn type_head(text: &str) -> &str {
     let base = text.split('<').next().unwrap_or(text);
     base.rsplit("::").next().unwrap_or(base)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Checks [`start_span`] and [`end_span`] against `Spanned::span` (the
+    /// tokens rendered and joined) at every expression of `file`; returns
+    /// how many it checked.
+    fn same_spans(file: &syn::File, name: &str) -> usize {
+        struct V<'n> {
+            name: &'n str,
+            checked: usize,
+        }
+        impl<'ast> Visit<'ast> for V<'_> {
+            fn visit_expr(&mut self, e: &'ast Expr) {
+                let whole = e.span();
+                assert_eq!(
+                    start_span(e).start(),
+                    whole.start(),
+                    "{}: start of {}",
+                    self.name,
+                    quote::ToTokens::to_token_stream(e)
+                );
+                assert_eq!(
+                    end_span(e).end(),
+                    whole.end(),
+                    "{}: end of {}",
+                    self.name,
+                    quote::ToTokens::to_token_stream(e)
+                );
+                self.checked += 1;
+                visit::visit_expr(self, e);
+            }
+        }
+        let mut v = V { name, checked: 0 };
+        v.visit_file(file);
+        v.checked
+    }
+
+    /// Where an expression starts and ends, without rendering it, is
+    /// where its rendered tokens start and end: for every shape listed,
+    /// in the spellings below and at every expression of every fixture.
+    #[test]
+    fn spans_without_rendering_are_the_rendered_spans() {
+        let shapes = r#"
+fn f() {
+    let a = -x + !y * *z;
+    let b = (a, b.0, c.field, [1, 2][0], [0u8; 4]);
+    let c = ::std::mem::take(&mut v) as u32;
+    let d = Vec::<u8>::new().len() .. 10;
+    let e = ..=n;
+    let g = ..;
+    let h = async move { 1 }.await;
+    let i = move |x: u8| x + 1;
+    let j = async || 1;
+    let k = |x| -> u8 { x };
+    let l = Point { x: 1, ..Default::default() };
+    let m = crate::a::B::<T> { x };
+    let n = if a { 1 } else if b { 2 } else if c { 3 } else { 4 };
+    let o = if let Some(v) = w { v } else { 0 };
+    let p = loop { break 5; };
+    let q = 'outer: loop { continue 'outer; };
+    let r = match s { _ => unsafe { t() } };
+    let u = <T as Trait>::method(v)?;
+    while let Some(x) = it.next() { x; }
+    for x in 0..n { a = b; a += c; }
+    return;
+    return f(x);
+    #[allow(unused)] { x }
+    (a..b).start
+}
+"#;
+        let file = syn::parse_file(shapes).unwrap();
+        assert!(same_spans(&file, "shapes") > 100);
+        let mut files = Vec::new();
+        let mut dirs = vec![std::path::PathBuf::from("fixtures")];
+        while let Some(d) = dirs.pop() {
+            for entry in std::fs::read_dir(&d).unwrap() {
+                let p = entry.unwrap().path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else if p.extension().is_some_and(|x| x == "rs") {
+                    files.push(p);
+                }
+            }
+        }
+        let mut checked = 0;
+        for p in &files {
+            // Fixtures of broken input (not UTF-8, not Rust) are skipped.
+            let Ok(text) = std::fs::read_to_string(p) else {
+                continue;
+            };
+            if let Ok(file) = syn::parse_file(&text) {
+                checked += same_spans(&file, &p.display().to_string());
+            }
+        }
+        assert!(
+            checked > 10_000,
+            "{checked} expressions in {} files",
+            files.len()
+        );
+    }
 }
