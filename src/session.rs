@@ -355,8 +355,8 @@ struct CrateHold {
     /// Whether a file of it offers the others something or asks for their
     /// functions: then the passes audit its files again, from these bytes.
     crosses: AtomicBool,
-    /// (the file's place in the results, its bytes as read).
-    held: std::sync::Mutex<Vec<(usize, Vec<u8>)>>,
+    /// (the file's place in the results, its bytes).
+    held: std::sync::Mutex<Vec<(usize, std::sync::Arc<[u8]>)>>,
 }
 
 /// What a run holds of the files it read, by crate ([`crate::cross`]'s
@@ -406,7 +406,7 @@ impl Holds {
             hold.crosses.store(true, Ordering::SeqCst);
         }
         if let Some(b) = bytes.filter(|b| self.budget.take(b.len())) {
-            lock(&hold.held).push((slot, b));
+            lock(&hold.held).push((slot, b.into()));
         }
         // The last file of a crate that nothing crosses: its bytes go.
         if hold.left.fetch_sub(1, Ordering::SeqCst) == 1
@@ -424,7 +424,6 @@ impl Holds {
         self.crates
             .into_iter()
             .flat_map(|c| c.held.into_inner().unwrap_or_else(|e| e.into_inner()))
-            .map(|(slot, b)| (slot, b.into()))
             .collect()
     }
 }
