@@ -357,12 +357,17 @@ struct CrateHold {
     crosses: AtomicBool,
     /// (the file's place in the results, its bytes).
     held: std::sync::Mutex<Vec<(usize, std::sync::Arc<[u8]>)>>,
+    /// The walk covered it only in part (a file, or a directory inside
+    /// it, was named): the passes audit its other files for what they
+    /// offer, so its bytes are held to them whatever its walked files do.
+    partial: bool,
 }
 
 /// What a run holds of the files it read, by crate ([`crate::cross`]'s
-/// crate roots). A crate where no file crosses into another lets its
-/// files' bytes go once its last file is audited, so a run holds the text
-/// of the crates the passes will work on and of those being audited, within
+/// crate roots). A crate the walk covered whole where no file crosses into
+/// another lets its files' bytes go once its last file is audited, so a
+/// run holds the text of the crates the passes will work on and of those
+/// being audited, within
 /// [`crate::cross::MAX_HELD_BYTES`]: past that a file is read again
 /// when the passes need it.
 struct Holds {
@@ -370,19 +375,19 @@ struct Holds {
     by_root: HashMap<PathBuf, usize>,
     roots: crate::cross::Roots,
     budget: crate::cross::Held,
-    /// Every crate's bytes are held to the passes: the walk named part of
-    /// a crate, and the passes audit its other files too.
-    keep_all: bool,
+    /// The directories the walk covered whole, canonical, when it may have
+    /// covered some crate only in part; `None` when it covered each whole.
+    walked: Option<Vec<PathBuf>>,
 }
 
 impl Holds {
-    fn new(keep_all: bool) -> Holds {
+    fn new(p: &Prepared) -> Holds {
         Holds {
             crates: Vec::new(),
             by_root: HashMap::new(),
             roots: Default::default(),
             budget: crate::cross::Held::new(crate::cross::MAX_HELD_BYTES),
-            keep_all,
+            walked: partial(p).then(|| p.walked_dirs.clone()),
         }
     }
 
@@ -390,9 +395,20 @@ impl Holds {
     fn enter(&mut self, path: &Path, cwd: &Path) -> usize {
         let root = self.roots.of(path, cwd).unwrap_or_default();
         let next = self.crates.len();
+        // Covered whole: files in no crate, or a crate inside a directory
+        // walked (asked once per crate).
+        let partial = |walked: &Vec<PathBuf>| {
+            let real = std::fs::canonicalize(&root).unwrap_or_else(|_| root.clone());
+            !root.as_os_str().is_empty() && !walked.iter().any(|d| real.starts_with(d))
+        };
+        let partial =
+            !self.by_root.contains_key(&root) && self.walked.as_ref().is_some_and(partial);
         let c = *self.by_root.entry(root).or_insert(next);
         if c == next {
-            self.crates.push(CrateHold::default());
+            self.crates.push(CrateHold {
+                partial,
+                ..CrateHold::default()
+            });
         }
         self.crates[c].left.fetch_add(1, Ordering::SeqCst);
         c
@@ -408,9 +424,10 @@ impl Holds {
         if let Some(b) = bytes.filter(|b| self.budget.take(b.len())) {
             lock(&hold.held).push((slot, b.into()));
         }
-        // The last file of a crate that nothing crosses: its bytes go.
+        // The last file of a crate walked whole that nothing crosses: its
+        // bytes go.
         if hold.left.fetch_sub(1, Ordering::SeqCst) == 1
-            && !self.keep_all
+            && !hold.partial
             && !hold.crosses.load(Ordering::SeqCst)
         {
             let gone = std::mem::take(&mut *lock(&hold.held));
@@ -458,7 +475,7 @@ pub fn audit_from(p: &Prepared, inventory: bool, source: &dyn Source) -> Result<
     // And by identity (device and inode), asked only for a module not known
     // by its path: a hard link or another spelling of an audited file.
     let mut seen: Option<std::collections::HashSet<walk::Identity>> = None;
-    let mut holds = Holds::new(partial(p));
+    let mut holds = Holds::new(p);
     let mut queue: Vec<(PathBuf, usize, usize)> = p
         .files
         .iter()

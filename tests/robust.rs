@@ -905,16 +905,19 @@ fn every_file_is_read_once_per_run() {
         );
         assert!(reads.values().all(|&n| n == 1), "{reads:?}");
     }
-    // One file named: the passes audit the rest of its crate, each file
-    // read once.
-    let (found, reads, walked) = counted_audit(&[deep.join("src/runner.rs")], true);
-    assert_eq!(walked.len(), 1);
-    assert!(reads.len() > 10, "{reads:?}");
-    assert!(reads.values().all(|&n| n == 1), "{reads:?}");
-    assert!(
-        found.iter().any(
-            |(check, path, _)| check == "ignored-acquire-result" && path.ends_with("runner.rs")
-        ),
-        "{found:?}"
-    );
+    // One file named, or a directory inside the crate: the passes audit
+    // the rest of its crate, each file read once.
+    for (named, walks) in [("src/runner.rs", 1), ("src", 15)] {
+        let (found, reads, walked) = counted_audit(&[deep.join(named)], true);
+        assert_eq!(walked.len(), walks);
+        assert!(reads.len() >= 15, "{reads:?}");
+        assert!(reads.values().all(|&n| n == 1), "{named}: {reads:?}");
+        assert!(
+            found
+                .iter()
+                .any(|(check, path, _)| check == "ignored-acquire-result"
+                    && path.ends_with("runner.rs")),
+            "{found:?}"
+        );
+    }
 }
