@@ -67,6 +67,9 @@ pub struct Audited {
     /// later round may do so again). Otherwise its text is in the facts its
     /// audit kept, if any, or read when needed.
     pub bytes: Option<Arc<[u8]>>,
+    /// Its crate root ([`Roots`]), when the run found it already (a batch
+    /// run does, to hold the crate's bytes): not asked of the disk again.
+    pub root: Option<PathBuf>,
     /// What its first audit already knew of its crate (an editor
     /// session's file, audited knowing what the crate gave it at the
     /// previous edit): the passes audit it again only when the crate now
@@ -108,6 +111,7 @@ impl Audited {
             words: outcome.words.take(),
             bytes: None,
             assumed: None,
+            root: None,
             outcome,
         }
     }
@@ -1130,7 +1134,11 @@ fn crate_passes_within(
     // the walked tree.
     let mut crate_of: Vec<PathBuf> = files
         .iter()
-        .map(|f| roots.of(&f.path, cwd).unwrap_or_default())
+        .map(|f| {
+            f.root
+                .clone()
+                .unwrap_or_else(|| roots.of(&f.path, cwd).unwrap_or_default())
+        })
         .collect();
     // The rest of each crate the walk did not cover whole.
     let mut first_scope: BTreeMap<&PathBuf, usize> = BTreeMap::new();

@@ -372,6 +372,8 @@ struct CrateHold {
 /// when the passes need it.
 struct Holds {
     crates: Vec<CrateHold>,
+    /// Each crate's root, by its index in `crates` (empty: no crate).
+    root_of: Vec<PathBuf>,
     by_root: HashMap<PathBuf, usize>,
     roots: crate::cross::Roots,
     budget: crate::cross::Held,
@@ -384,6 +386,7 @@ impl Holds {
     fn new(p: &Prepared) -> Holds {
         Holds {
             crates: Vec::new(),
+            root_of: Vec::new(),
             by_root: HashMap::new(),
             roots: Default::default(),
             budget: crate::cross::Held::new(crate::cross::MAX_HELD_BYTES),
@@ -403,8 +406,9 @@ impl Holds {
         };
         let partial =
             !self.by_root.contains_key(&root) && self.walked.as_ref().is_some_and(partial);
-        let c = *self.by_root.entry(root).or_insert(next);
+        let c = *self.by_root.entry(root.clone()).or_insert(next);
         if c == next {
+            self.root_of.push(root);
             self.crates.push(CrateHold {
                 partial,
                 ..CrateHold::default()
@@ -436,12 +440,14 @@ impl Holds {
         }
     }
 
-    /// The bytes held, by place in the results.
-    fn into_bytes(self) -> HashMap<usize, std::sync::Arc<[u8]>> {
-        self.crates
+    /// The bytes held, by place in the results, and each crate's root.
+    fn into_bytes(self) -> (HashMap<usize, std::sync::Arc<[u8]>>, Vec<PathBuf>) {
+        let bytes = self
+            .crates
             .into_iter()
             .flat_map(|c| c.held.into_inner().unwrap_or_else(|e| e.into_inner()))
-            .collect()
+            .collect();
+        (bytes, self.root_of)
     }
 }
 
@@ -488,6 +494,8 @@ pub fn audit_from(p: &Prepared, inventory: bool, source: &dyn Source) -> Result<
         .collect();
     let mut excluded_modules = 0usize;
     let mut results: Vec<(PathBuf, usize, String, FileResult)> = Vec::new();
+    // Each result's crate, by its index in `holds`.
+    let mut crate_of_slot: Vec<usize> = Vec::new();
     let manifests = Manifests::new(p.cwd.clone()).with_named(p.named_places());
     let progress = crate::progress::Progress::files(queue.len());
     let mut places = ModPlaces::default();
@@ -545,7 +553,9 @@ pub fn audit_from(p: &Prepared, inventory: bool, source: &dyn Source) -> Result<
             pool.install(|| queue.par_iter().enumerate().map(audit_one).collect())
         };
         let mut next = Vec::new();
-        for (path, scope, shown, r, (mods, in_macro)) in round {
+        // The round is in the queue's order: each file's crate is there.
+        for ((path, scope, shown, r, (mods, in_macro)), queued) in round.into_iter().zip(&queue) {
+            crate_of_slot.push(queued.2);
             if in_macro {
                 macro_modules.push(shown.clone());
             }
@@ -584,7 +594,8 @@ pub fn audit_from(p: &Prepared, inventory: bool, source: &dyn Source) -> Result<
         queue = next;
     }
     progress.phase("following calls across files");
-    let held = holds.into_bytes();
+    let (held, roots) = holds.into_bytes();
+    let roots: Vec<PathBuf> = crate_of_slot.iter().map(|&c| roots[c].clone()).collect();
     crate_passes(
         p,
         &pool,
@@ -593,6 +604,7 @@ pub fn audit_from(p: &Prepared, inventory: bool, source: &dyn Source) -> Result<
         &mut results,
         inventory,
         held,
+        &roots,
         source,
     );
     drop(progress);
@@ -780,8 +792,9 @@ pub(crate) fn engines<'s>(
 /// The crate passes ([`crate::cross`]): the files that call another
 /// file's wrapper, the files that define them, and the files whose fencing
 /// check follows calls into other files are audited again, from the bytes
-/// the first audit `held` (by place in `results`); a file read again is
-/// one the bound on what is held let go.
+/// the first audit `held` (by place in `results`), knowing each file's
+/// crate root (`roots`, by the same place); a file read again is one the
+/// bound on what is held let go.
 #[allow(clippy::too_many_arguments)]
 fn crate_passes(
     p: &Prepared,
@@ -791,6 +804,7 @@ fn crate_passes(
     results: &mut [(PathBuf, usize, String, FileResult)],
     inventory: bool,
     mut held: HashMap<usize, std::sync::Arc<[u8]>>,
+    roots: &[PathBuf],
     source: &dyn Source,
 ) {
     let list = &scopes.list;
@@ -812,6 +826,7 @@ fn crate_passes(
                 std::mem::take(out),
             );
             file.bytes = held.remove(&i);
+            file.root = roots.get(i).cloned();
             files.push(file);
         }
     }
