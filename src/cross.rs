@@ -1119,14 +1119,40 @@ fn crate_passes_within(
     sources: &Sources,
     max_followed: usize,
 ) {
+    if let Some(crates) = gather(files, cwd, pool, inventory, sources) {
+        passes_within(files, crates, pool, inventory, sources, max_followed);
+    }
+}
+
+/// What the passes know of the files [`gather`] gave them: how many came
+/// from the walk (the rest are other files of a crate it covered in part,
+/// audited for what they offer), each file's crate root, and the bytes
+/// held so far.
+pub struct Crates {
+    walked: usize,
+    crate_of: Vec<PathBuf>,
+    held: Held,
+}
+
+/// Everything the passes need from the disk, before they start: each
+/// file's crate root (a file the run found none for is asked here), and
+/// the other files of each crate the walk did not cover whole, read and
+/// audited for what they offer (appended to `files`). `None` when no
+/// file offers or asks anything and the walk covered every crate whole:
+/// there is nothing to pass. After this the passes read nothing, except
+/// a file whose bytes the bound on what they hold let go
+/// ([`MAX_HELD_BYTES`]), or an editor session's crate file that its kept
+/// audits stand for.
+pub fn gather(
+    files: &mut Vec<Audited>,
+    cwd: &Path,
+    pool: &rayon::ThreadPool,
+    inventory: bool,
+    sources: &Sources,
+) -> Option<Crates> {
     use rayon::prelude::*;
-    let needed = |files: &[Audited]| {
-        files
-            .iter()
-            .any(|f| f.outcome.offers() || !f.outcome.asked.calls.is_empty())
-    };
     if !sources.partial && !needed(files) {
-        return;
+        return None;
     }
     let walked = files.len();
     let mut roots = Roots::default();
@@ -1187,6 +1213,48 @@ fn crate_passes_within(
         crate_of.push(root);
         files.push(f);
     }
+    Some(Crates {
+        walked,
+        crate_of,
+        held,
+    })
+}
+
+/// Whether some file offers wrappers, texts or types, or asks for
+/// functions of other files.
+fn needed(files: &[Audited]) -> bool {
+    files
+        .iter()
+        .any(|f| f.outcome.offers() || !f.outcome.asked.calls.is_empty())
+}
+
+/// The passes over the files [`gather`] gave them, the wrapper rounds
+/// within `max_followed` files looked at ([`MAX_FOLLOWED`]); the files
+/// past the walked ones are dropped at the end.
+pub fn passes(
+    files: &mut Vec<Audited>,
+    crates: Crates,
+    pool: &rayon::ThreadPool,
+    inventory: bool,
+    sources: &Sources,
+) {
+    passes_within(files, crates, pool, inventory, sources, MAX_FOLLOWED);
+}
+
+fn passes_within(
+    files: &mut Vec<Audited>,
+    crates: Crates,
+    pool: &rayon::ThreadPool,
+    inventory: bool,
+    sources: &Sources,
+    max_followed: usize,
+) {
+    use rayon::prelude::*;
+    let Crates {
+        walked,
+        crate_of,
+        held,
+    } = crates;
     // A batch run's first audits take no words (most crates offer
     // nothing): they are taken here, once, of the files of each crate
     // where some file offers wrappers or texts or asks for functions.

@@ -870,7 +870,13 @@ fn crate_passes(
         partial,
         first_audits: None,
     };
-    crate::cross::crate_passes(&mut files, &p.cwd, pool, inventory, &sources);
+    // The file phase ends with the rest of each crate the walk covered in
+    // part: the crate phase reads nothing more.
+    let crates = crate::cross::gather(&mut files, &p.cwd, pool, inventory, &sources);
+    source.files_read();
+    if let Some(crates) = crates {
+        crate::cross::passes(&mut files, crates, pool, inventory, &sources);
+    }
     for (slot, f) in slots.into_iter().zip(files) {
         if let Ok((out, text)) = &mut results[slot].3 {
             *out = f.outcome;

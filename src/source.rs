@@ -274,6 +274,13 @@ pub trait Source: Sync {
     /// The bytes of `path`, or its size when that is more than `limit`
     /// (then it is not read), as [`read_capped`].
     fn read(&self, path: &std::path::Path, limit: u64) -> std::io::Result<Result<Vec<u8>, u64>>;
+
+    /// Told when the run has read every file it audits, those the crate
+    /// passes need included: the passes work on the bytes already read.
+    /// What the run reads after this is read a second time, which only a
+    /// file past the bound on what the run holds
+    /// ([`crate::cross::MAX_HELD_BYTES`]) is.
+    fn files_read(&self) {}
 }
 
 /// The files on disk.

@@ -799,10 +799,13 @@ fn a_long_pipeline_is_linear() {
     assert_eq!(run.code, 0, "{}", run.stderr);
 }
 
-/// A source that counts how many times a run reads each file.
+/// A source that counts how many times a run reads each file, and notes
+/// what it reads once told that the file phase is over.
 #[derive(Default)]
 struct CountingSource {
     reads: std::sync::Mutex<std::collections::BTreeMap<PathBuf, usize>>,
+    files_read: std::sync::atomic::AtomicBool,
+    late: std::sync::Mutex<Vec<PathBuf>>,
 }
 
 impl lockaudit::source::Source for CountingSource {
@@ -813,7 +816,15 @@ impl lockaudit::source::Source for CountingSource {
             .unwrap()
             .entry(path.to_path_buf())
             .or_default() += 1;
+        if self.files_read.load(std::sync::atomic::Ordering::SeqCst) {
+            self.late.lock().unwrap().push(path.to_path_buf());
+        }
         lockaudit::source::read_capped(path, limit)
+    }
+
+    fn files_read(&self) {
+        self.files_read
+            .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
@@ -834,6 +845,17 @@ fn counted_audit(paths: &[PathBuf], prefilter: bool) -> Counted {
     let prepared = lockaudit::session::prepare(paths, &common).unwrap();
     let source = CountingSource::default();
     let audit = lockaudit::session::audit_from(&prepared, false, &source).unwrap();
+    // The crate phase reads nothing: every file it works on was read in
+    // the file phase, those of a crate the walk covered in part included.
+    assert!(
+        source.files_read.load(std::sync::atomic::Ordering::SeqCst),
+        "the run never ended its file phase"
+    );
+    assert_eq!(
+        source.late.lock().unwrap().as_slice(),
+        &[] as &[PathBuf],
+        "read by the crate phase"
+    );
     let found = audit
         .findings
         .iter()
@@ -861,8 +883,8 @@ fn outermost_caller_told(found: &[(String, String, usize)]) -> bool {
 /// functions a fencing check follows from the bytes the first audit held,
 /// with the pre-filter (which skips the callers at first) and without. A
 /// run that names one file of a crate reads the rest of the crate once
-/// too. The passes did their work: the findings that only they make are
-/// there.
+/// too, before the crate phase starts: that phase reads nothing. The
+/// passes did their work: the findings that only they make are there.
 #[test]
 fn every_file_is_read_once_per_run() {
     let projects = Path::new("fixtures/projects");
@@ -917,3 +939,4 @@ fn every_file_is_read_once_per_run() {
         assert!(outermost_caller_told(&found), "{found:?}");
     }
 }
+
