@@ -428,6 +428,20 @@ impl Holds {
         if let Some(b) = bytes.filter(|b| self.budget.take(b.len())) {
             lock(&hold.held).push((slot, b.into()));
         }
+        self.settle(c);
+    }
+
+    /// A file of crate `c` declares `n` modules the walk did not choose:
+    /// the crate's bytes stay until each is entered in a later round (it
+    /// may be the file that offers the others something) or turned away
+    /// ([`Holds::settle`] for each).
+    fn expect(&self, c: usize, n: usize) {
+        self.crates[c].left.fetch_add(n, Ordering::SeqCst);
+    }
+
+    /// One file of crate `c` audited, or one module it expected settled.
+    fn settle(&self, c: usize) {
+        let hold = &self.crates[c];
         // The last file of a crate walked whole that nothing crosses: its
         // bytes go.
         if hold.left.fetch_sub(1, Ordering::SeqCst) == 1
@@ -534,6 +548,7 @@ pub fn audit_from(p: &Prepared, inventory: bool, source: &dyn Source) -> Result<
                                 walk::declared_modules(path, &bytes, &|m| known.contains(m)),
                                 walk::declares_modules_in_a_macro(&bytes),
                             );
+                            holds.expect(*c, mods.0.len());
                             let out = engine.check_bytes(&shown, &bytes, inventory);
                             let text = (!out.findings.is_empty())
                                 .then(|| String::from_utf8_lossy(&bytes).into_owned());
@@ -560,32 +575,40 @@ pub fn audit_from(p: &Prepared, inventory: bool, source: &dyn Source) -> Result<
                 macro_modules.push(shown.clone());
             }
             for m in mods {
-                if known.contains(&m) {
-                    continue;
+                let entered = 'enter: {
+                    if known.contains(&m) {
+                        break 'enter None;
+                    }
+                    // Asked of every audited file at once, on the workers.
+                    let seen = seen.get_or_insert_with(|| {
+                        pool.install(|| known.par_iter().map(|f| walk::identity(f)).collect())
+                    });
+                    let id = walk::identity(&m);
+                    if seen.contains(&id) {
+                        break 'enter None;
+                    }
+                    // Inside the declaring file's repository (or, outside
+                    // one, its directory): never elsewhere, nor under `.git`.
+                    let inside = places.inside_declaring_repository(&m, &path);
+                    let regular = std::fs::metadata(&m).is_ok_and(|md| md.is_file());
+                    if !inside || !regular || !seen.insert(id) {
+                        break 'enter None;
+                    }
+                    let scope = scopes.of_path(&m);
+                    if p.excludes.excludes_file(&m) || scopes.list[scope].excludes.excludes_file(&m)
+                    {
+                        excluded_modules += 1;
+                        break 'enter None;
+                    }
+                    Some(scope)
+                };
+                if let Some(scope) = entered {
+                    known.insert(m.clone());
+                    let c = holds.enter(&m, &p.cwd);
+                    next.push((m, scope, c));
                 }
-                // Asked of every audited file at once, on the workers.
-                let seen = seen.get_or_insert_with(|| {
-                    pool.install(|| known.par_iter().map(|f| walk::identity(f)).collect())
-                });
-                let id = walk::identity(&m);
-                if seen.contains(&id) {
-                    continue;
-                }
-                // Inside the declaring file's repository (or, outside one,
-                // its directory): never elsewhere, nor under `.git`.
-                let inside = places.inside_declaring_repository(&m, &path);
-                let regular = std::fs::metadata(&m).is_ok_and(|md| md.is_file());
-                if !inside || !regular || !seen.insert(id) {
-                    continue;
-                }
-                let scope = scopes.of_path(&m);
-                if p.excludes.excludes_file(&m) || scopes.list[scope].excludes.excludes_file(&m) {
-                    excluded_modules += 1;
-                    continue;
-                }
-                known.insert(m.clone());
-                let c = holds.enter(&m, &p.cwd);
-                next.push((m, scope, c));
+                // Entered (its crate counts it now) or turned away.
+                holds.settle(queued.2);
             }
             results.push((path, scope, shown, r));
         }

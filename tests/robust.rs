@@ -940,3 +940,47 @@ fn every_file_is_read_once_per_run() {
     }
 }
 
+/// A module the walk did not choose (an ignored file here) that a `mod`
+/// declaration reaches is audited in a later round. When it is the file
+/// that offers its crate a wrapper, the crate's other files were held for
+/// it, not let go after the first round and read again by the passes.
+#[test]
+fn a_module_the_walk_skipped_keeps_its_crate_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    fs::create_dir_all(&src).unwrap();
+    fs::write(dir.path().join("Cargo.toml"), "[package]\nname = \"app\"\n").unwrap();
+    fs::write(dir.path().join(".ignore"), "/src/locks.rs\n").unwrap();
+    fs::write(src.join("lib.rs"), "mod jobs;\nmod locks;\n").unwrap();
+    fs::write(
+        src.join("locks.rs"),
+        "pub fn acquire_lock(con: &mut redis::Connection, key: &str, me: &str) -> redis::RedisResult<bool> {\n    \
+         let won: Option<String> = redis::cmd(\"SET\").arg(key).arg(me).arg(\"NX\").arg(\"PX\").arg(30_000).query(con)?;\n    \
+         Ok(won.is_some())\n}\n",
+    )
+    .unwrap();
+    fs::write(
+        src.join("jobs.rs"),
+        "use crate::locks::acquire_lock;\n\n\
+         // lock-purpose: efficiency — a duplicate digest is harmless\n\
+         pub fn digest(con: &mut redis::Connection) {\n    \
+         let _ = acquire_lock(con, \"lock:digest\", \"worker-1\");\n}\n",
+    )
+    .unwrap();
+    for prefilter in [true, false] {
+        let (found, reads, walked) = counted_audit(&[dir.path().to_path_buf()], prefilter);
+        assert!(
+            !walked.iter().any(|f| f.ends_with("locks.rs")),
+            "{walked:?}"
+        );
+        assert!(
+            found
+                .iter()
+                .any(|(check, path, _)| check == "ignored-acquire-result"
+                    && path.ends_with("jobs.rs")),
+            "{found:?}"
+        );
+        assert_eq!(reads.len(), 3, "{reads:?}");
+        assert!(reads.values().all(|&n| n == 1), "{reads:?}");
+    }
+}
