@@ -456,7 +456,8 @@ fn check(args: &CheckArgs) -> Result<ExitStatus, Failure> {
 }
 
 /// `check --fix`: applies the exact fixes, says how many, and audits the
-/// files again so that the report shows what remains.
+/// crates it changed again so that the report shows what remains
+/// ([`crate::session::audit_after_fix`]).
 fn fix_and_audit_again(
     args: &CheckArgs,
     prepared: &Prepared,
@@ -478,7 +479,7 @@ fn fix_and_audit_again(
     if applied.fixes == 0 {
         return Ok(first);
     }
-    audit(prepared, false)
+    crate::session::audit_after_fix(prepared, first, &applied.written, &crate::source::Disk)
 }
 
 fn inventory(args: &InventoryArgs) -> Result<ExitStatus, Failure> {

@@ -294,6 +294,8 @@ pub struct Audit {
     pub unreadable: Vec<String>,
     /// Every audited file, by its path from the repository root.
     pub audited: Vec<String>,
+    /// Whether each of them (in the same order) was parsed.
+    pub audited_parsed: Vec<bool>,
 }
 
 /// Why a walked file was not audited.
@@ -487,6 +489,17 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
 /// [`audit`], reading every file through `source`, each once: the crate
 /// passes work on the bytes the first audit held ([`Holds`]).
 pub fn audit_from(p: &Prepared, inventory: bool, source: &dyn Source) -> Result<Audit, Failure> {
+    audit_some(p, inventory, source, &|_| true)
+}
+
+/// [`audit_from`] of the walked files `only` keeps (and of the modules
+/// their `mod` declarations reach).
+fn audit_some(
+    p: &Prepared,
+    inventory: bool,
+    source: &dyn Source,
+    only: &dyn Fn(&Path) -> bool,
+) -> Result<Audit, Failure> {
     let pool = crate::parse::pool(p.jobs)?;
     let mut scopes = lock(&p.scopes);
     // The files audited so far, by path as the walk spells them: most
@@ -501,6 +514,7 @@ pub fn audit_from(p: &Prepared, inventory: bool, source: &dyn Source) -> Result<
         .iter()
         .cloned()
         .zip(p.file_scope.iter().copied())
+        .filter(|(f, _)| only(f))
         .map(|(f, scope)| {
             let c = holds.enter(&f, &p.cwd);
             (f, scope, c)
@@ -658,6 +672,7 @@ pub fn audit_from(p: &Prepared, inventory: bool, source: &dyn Source) -> Result<
         internal_error: false,
         unreadable: p.walk_errors.clone(),
         audited: Vec::new(),
+        audited_parsed: Vec::new(),
     };
     let mut generated_files = Vec::new();
     for (_, _, shown, r) in results {
@@ -667,6 +682,7 @@ pub fn audit_from(p: &Prepared, inventory: bool, source: &dyn Source) -> Result<
                 audit
                     .audited
                     .push(root_relative(&shown, &p.root_prefix, &p.cwd));
+                audit.audited_parsed.push(out.parsed);
                 audit.parsed += usize::from(out.parsed);
                 audit.internal_error |= out.internal_error;
                 audit.findings.extend(out.findings);
@@ -960,7 +976,117 @@ pub(crate) fn audit_stdin(p: &Prepared, name: &Path) -> Result<Audit, Failure> {
         internal_error: out.internal_error,
         unreadable: Vec::new(),
         audited: vec![root_relative(&shown, &p.root_prefix, &p.cwd)],
+        audited_parsed: vec![out.parsed],
     })
+}
+
+/// A source that gives the text `--fix` wrote for the files it rewrote,
+/// and reads the others through `base`.
+struct Written<'a> {
+    texts: HashMap<&'a Path, &'a [u8]>,
+    base: &'a dyn Source,
+}
+
+impl Source for Written<'_> {
+    fn read(&self, path: &Path, limit: u64) -> std::io::Result<Result<Vec<u8>, u64>> {
+        match self.texts.get(path) {
+            Some(b) if b.len() as u64 > limit => Ok(Err(b.len() as u64)),
+            Some(b) => Ok(Ok(b.to_vec())),
+            None => self.base.read(path, limit),
+        }
+    }
+
+    fn files_read(&self) {
+        self.base.files_read();
+    }
+}
+
+/// The audit after `check --fix` rewrote the files `written` (each with
+/// the bytes now in it), from the audit before (`first`): only the crates
+/// holding a rewritten file are audited again, since what the crate
+/// passes find never crosses a crate; every other file's findings stand
+/// as they were, and its file is not read again. A rewritten file's text
+/// is the one written, not read back.
+pub fn audit_after_fix(
+    p: &Prepared,
+    first: Audit,
+    written: &[(PathBuf, Vec<u8>)],
+    source: &dyn Source,
+) -> Result<Audit, Failure> {
+    let mut roots = crate::cross::Roots::default();
+    let touched: std::collections::HashSet<PathBuf> = written
+        .iter()
+        .map(|(f, _)| roots.of(f, &p.cwd).unwrap_or_default())
+        .collect();
+    let roots = std::sync::Mutex::new(roots);
+    let only = |f: &Path| touched.contains(&lock(&roots).of(f, &p.cwd).unwrap_or_default());
+    let source = Written {
+        texts: written
+            .iter()
+            .map(|(f, b)| (f.as_path(), b.as_slice()))
+            .collect(),
+        base: source,
+    };
+    let again = audit_some(p, false, &source, &only)?;
+    Ok(merged(p, first, again))
+}
+
+/// `first` with every file `again` audited taken from `again`.
+fn merged(p: &Prepared, first: Audit, again: Audit) -> Audit {
+    let redone: std::collections::HashSet<&str> =
+        again.audited.iter().map(String::as_str).collect();
+    let kept =
+        |shown: &str| !redone.contains(root_relative(shown, &p.root_prefix, &p.cwd).as_str());
+    let mut out = Audit {
+        findings: first
+            .findings
+            .into_iter()
+            .filter(|f| kept(&f.path))
+            .chain(again.findings)
+            .collect(),
+        locks: first
+            .locks
+            .into_iter()
+            .filter(|l| kept(&l.path))
+            .chain(again.locks)
+            .collect(),
+        sources: first
+            .sources
+            .into_iter()
+            .filter(|(shown, _)| kept(shown))
+            .chain(again.sources)
+            .collect(),
+        files: 0,
+        parsed: 0,
+        internal_error: first.internal_error || again.internal_error,
+        unreadable: first.unreadable,
+        audited: Vec::new(),
+        audited_parsed: Vec::new(),
+    };
+    for u in again.unreadable {
+        if !out.unreadable.contains(&u) {
+            out.unreadable.push(u);
+        }
+    }
+    let before = first
+        .audited
+        .into_iter()
+        .zip(first.audited_parsed)
+        .filter(|(f, _)| !redone.contains(f.as_str()));
+    let after = again
+        .audited
+        .iter()
+        .cloned()
+        .zip(again.audited_parsed.iter().copied());
+    for (f, parsed) in before.chain(after) {
+        out.files += 1;
+        out.parsed += usize::from(parsed);
+        out.audited.push(f);
+        out.audited_parsed.push(parsed);
+    }
+    out.findings.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    out.locks.sort();
+    out
 }
 
 /// `path` with `.` and `..` taken as written, before any link is followed.

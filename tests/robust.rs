@@ -984,3 +984,73 @@ fn a_module_the_walk_skipped_keeps_its_crate_held() {
         assert!(reads.values().all(|&n| n == 1), "{reads:?}");
     }
 }
+
+/// `check --fix` audits again only the crates holding a file it rewrote,
+/// and takes a rewritten file's text from what it wrote: the other files
+/// of those crates are read once more, another crate's files not at all.
+/// What it reports is what a fresh run over the fixed tree reports.
+#[test]
+fn a_fix_audits_again_only_the_crates_it_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    common::copy_dir(&common::project("fixable"), &dir.path().join("fixable"));
+    common::copy_dir(&common::project("wrapped"), &dir.path().join("wrapped"));
+    let quiet = dir.path().join("fixable/src/quiet.rs");
+    fs::write(&quiet, "pub fn nothing() {}\n").unwrap();
+    let paths = [dir.path().to_path_buf()];
+    let common_args = lockaudit::cli::CommonArgs::default();
+    let prepared = lockaudit::session::prepare(&paths, &common_args).unwrap();
+    let first = lockaudit::session::audit(&prepared, false).unwrap();
+    let applied = lockaudit::commands::fix::apply(&prepared, &first, &paths).unwrap();
+    assert!(applied.fixes > 0, "{:?}", applied.skipped);
+    let written: Vec<&PathBuf> = applied.written.iter().map(|(p, _)| p).collect();
+    assert!(!written.is_empty());
+    let source = CountingSource::default();
+    let after =
+        lockaudit::session::audit_after_fix(&prepared, first, &applied.written, &source).unwrap();
+    let reads = source.reads.into_inner().unwrap();
+    assert!(
+        reads
+            .keys()
+            .all(|f| f.starts_with(dir.path().join("fixable")) && !written.contains(&f)),
+        "{reads:?}"
+    );
+    assert_eq!(reads.get(&quiet), Some(&1), "{reads:?}");
+    // The same as a fresh run over the fixed tree.
+    let again = lockaudit::session::prepare(&paths, &common_args).unwrap();
+    let fresh = lockaudit::session::audit(&again, false).unwrap();
+    let seen = |a: &lockaudit::session::Audit| {
+        a.findings
+            .iter()
+            .map(|f| {
+                (
+                    f.check.as_str().to_string(),
+                    f.path.clone(),
+                    f.span.start.line,
+                    f.message.clone(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(seen(&after), seen(&fresh));
+    assert!(
+        after.findings.iter().any(|f| f.path.contains("wrapped")),
+        "the other crate's findings stand"
+    );
+    let sorted = |a: &lockaudit::session::Audit| {
+        let mut v: Vec<(String, bool)> = a
+            .audited
+            .iter()
+            .cloned()
+            .zip(a.audited_parsed.iter().copied())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(sorted(&after), sorted(&fresh));
+    assert_eq!((after.files, after.parsed), (fresh.files, fresh.parsed));
+    let mut texts: Vec<&String> = after.sources.keys().collect();
+    let mut fresh_texts: Vec<&String> = fresh.sources.keys().collect();
+    texts.sort();
+    fresh_texts.sort();
+    assert_eq!(texts, fresh_texts);
+}

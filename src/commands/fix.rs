@@ -23,6 +23,9 @@ pub struct Applied {
     pub files: usize,
     /// Files left alone, and why.
     pub skipped: Vec<String>,
+    /// The files rewritten (as the walk named them), each with the bytes
+    /// now in it.
+    pub written: Vec<(PathBuf, Vec<u8>)>,
 }
 
 /// The fixes `check --fix` applies: exact ones, on findings not suppressed.
@@ -85,9 +88,10 @@ pub fn apply(prepared: &Prepared, audit: &Audit, roots: &[PathBuf]) -> Result<Ap
         let taken = non_overlapping(&fixes);
         let edits: Vec<&Edit> = taken.iter().flat_map(|f| f.edits.iter()).collect();
         match rewrite(path, &roots, &prepared.root, audited, &edits) {
-            Ok(()) => {
+            Ok(bytes) => {
                 out.fixes += taken.len();
                 out.files += 1;
+                out.written.push(((*path).clone(), bytes));
             }
             Err(why) => out.skipped.push(format!("{shown}: {why}")),
         }
@@ -97,14 +101,15 @@ pub fn apply(prepared: &Prepared, audit: &Audit, roots: &[PathBuf]) -> Result<Ap
 
 /// Rewrites one file with `edits` applied to the text that was audited,
 /// through the one writer ([`crate::write`]): `root` is the repository
-/// root, below which no symbolic link is followed.
+/// root, below which no symbolic link is followed. Returns the bytes
+/// written.
 pub(crate) fn rewrite(
     path: &Path,
     roots: &[PathBuf],
     root: &Path,
     audited: &str,
     edits: &[&Edit],
-) -> Result<(), String> {
+) -> Result<Vec<u8>, String> {
     let meta = std::fs::symlink_metadata(path).map_err(|e| e.to_string())?;
     if !meta.file_type().is_file() {
         return Err(
@@ -134,5 +139,6 @@ pub(crate) fn rewrite(
         read: Some(&bytes),
         keep_mode: true,
     };
-    crate::write::replace(path, &new, &opts).map_err(|e| format!("cannot write: {e}"))
+    crate::write::replace(path, &new, &opts).map_err(|e| format!("cannot write: {e}"))?;
+    Ok(new)
 }
