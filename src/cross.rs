@@ -34,11 +34,14 @@
 //!    from the facts their audit kept ([`crate::engine::FileFacts`]):
 //!    neither read nor parsed again.
 //!
-//! The passes read the files the walk chose and, for a crate the walk did
-//! not cover whole (a file or a subdirectory was named), the crate's other
-//! files, within the same excludes and size limit; those are audited for
-//! what they offer and their own findings are dropped. Finding a crate
-//! root asks whether a `Cargo.toml` exists in each ancestor directory.
+//! The passes work on the files the walk chose and, for a crate the walk
+//! did not cover whole (a file or a subdirectory was named), the crate's
+//! other files, within the same excludes and size limit; those are audited
+//! for what they offer and their own findings are dropped. [`gather`] reads
+//! them and finds every file's crate root (asking whether a `Cargo.toml`
+//! exists in each ancestor directory) before [`passes`] start, so the
+//! passes themselves read nothing but a file past the bound on the bytes
+//! they hold, and list no directory.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
