@@ -489,16 +489,19 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
 /// [`audit`], reading every file through `source`, each once: the crate
 /// passes work on the bytes the first audit held ([`Holds`]).
 pub fn audit_from(p: &Prepared, inventory: bool, source: &dyn Source) -> Result<Audit, Failure> {
-    audit_some(p, inventory, source, &|_| true)
+    audit_some(p, inventory, source, &|_| true, true)
 }
 
 /// [`audit_from`] of the walked files `only` keeps (and of the modules
-/// their `mod` declarations reach).
+/// their `mod` declarations reach). Without `notes`, the notes about
+/// files it could not follow or skipped are not given (an audit again of
+/// files whose first audit gave them).
 fn audit_some(
     p: &Prepared,
     inventory: bool,
     source: &dyn Source,
     only: &dyn Fn(&Path) -> bool,
+    notes: bool,
 ) -> Result<Audit, Failure> {
     let pool = crate::parse::pool(p.jobs)?;
     let mut scopes = lock(&p.scopes);
@@ -646,7 +649,7 @@ fn audit_some(
     );
     drop(progress);
     drop(scopes);
-    if !macro_modules.is_empty() {
+    if !macro_modules.is_empty() && notes {
         macro_modules.sort();
         let n = macro_modules.len();
         crate::escape::eprintln(&format!(
@@ -656,7 +659,7 @@ fn audit_some(
             first_names(&macro_modules),
         ));
     }
-    if excluded_modules > 0 {
+    if excluded_modules > 0 && notes {
         crate::escape::eprintln(&format!(
             "note: {excluded_modules} file{} reached by `mod` declarations {} excluded by lockaudit's excludes, not audited",
             report::plural(excluded_modules),
@@ -700,7 +703,7 @@ fn audit_some(
             Err(Skip::Unreadable(e)) => audit.unreadable.push(format!("{shown}: {e}")),
         }
     }
-    if !generated_files.is_empty() {
+    if !generated_files.is_empty() && notes {
         let n = generated_files.len();
         crate::escape::eprintln(&format!(
             "note: skipped {n} generated file{} (a generated-file marker in {} header: {}): `--include-vendored` audits {}",
@@ -1027,7 +1030,7 @@ pub fn audit_after_fix(
             .collect(),
         base: source,
     };
-    let again = audit_some(p, false, &source, &only)?;
+    let again = audit_some(p, false, &source, &only, false)?;
     Ok(merged(p, first, again))
 }
 
