@@ -561,11 +561,20 @@ fn audit_some(
                             Err(Skip::Generated)
                         }
                         Ok(Ok(bytes)) => {
-                            mods = (
-                                walk::declared_modules(path, &bytes, &|m| known.contains(m)),
-                                walk::declares_modules_in_a_macro(&bytes),
-                            );
-                            holds.expect(*c, mods.0.len());
+                            let declared =
+                                walk::declared_modules(path, &bytes, &|m| known.contains(m));
+                            // A module the walk chose under another spelling
+                            // (`#[path = "../src/common.rs"]`) is turned away
+                            // later: the crate is held only for the others.
+                            let declared: Vec<(PathBuf, bool)> = declared
+                                .into_iter()
+                                .map(|m| {
+                                    let other = !known.contains(&lexically(&m));
+                                    (m, other)
+                                })
+                                .collect();
+                            holds.expect(*c, declared.iter().filter(|(_, e)| *e).count());
+                            mods = (declared, walk::declares_modules_in_a_macro(&bytes));
                             let out = engine.check_bytes(&shown, &bytes, inventory);
                             let text = (!out.findings.is_empty())
                                 .then(|| String::from_utf8_lossy(&bytes).into_owned());
@@ -591,7 +600,7 @@ fn audit_some(
             if in_macro {
                 macro_modules.push(shown.clone());
             }
-            for m in mods {
+            for (m, expected) in mods {
                 let entered = 'enter: {
                     if known.contains(&m) {
                         break 'enter None;
@@ -625,7 +634,9 @@ fn audit_some(
                     next.push((m, scope, c));
                 }
                 // Entered (its crate counts it now) or turned away.
-                holds.settle(queued.2);
+                if expected {
+                    holds.settle(queued.2);
+                }
             }
             results.push((path, scope, shown, r));
         }
@@ -730,8 +741,9 @@ fn first_names(names: &[String]) -> String {
 }
 
 /// What a file brings into its crate: the files its `mod` declarations
-/// and `include!`s name, and whether a macro of it declares modules.
-type Reached = (Vec<PathBuf>, bool);
+/// and `include!`s name (each with whether its crate's bytes are held
+/// for it: [`Holds::expect`]), and whether a macro of it declares modules.
+type Reached = (Vec<(PathBuf, bool)>, bool);
 
 /// Where the files `mod` declarations reach really are, and the repository
 /// each declaring file belongs to: every directory asked of the file system
