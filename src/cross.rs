@@ -1122,7 +1122,8 @@ fn crate_passes_within(
     sources: &Sources,
     max_followed: usize,
 ) {
-    if let Some(crates) = gather(files, cwd, pool, inventory, sources) {
+    let held = Held::new(MAX_HELD_BYTES);
+    if let Some(crates) = gather(files, cwd, pool, inventory, sources, held) {
         passes_within(files, crates, pool, inventory, sources, max_followed);
     }
 }
@@ -1145,13 +1146,15 @@ pub struct Crates {
 /// there is nothing to pass. After this the passes read nothing, except
 /// a file whose bytes the bound on what they hold let go
 /// ([`MAX_HELD_BYTES`]), or an editor session's crate file that its kept
-/// audits stand for.
+/// audits stand for. `held` counts the bytes the files already hold (a
+/// batch run's, from their first read): one bound for all.
 pub fn gather(
     files: &mut Vec<Audited>,
     cwd: &Path,
     pool: &rayon::ThreadPool,
     inventory: bool,
     sources: &Sources,
+    held: Held,
 ) -> Option<Crates> {
     use rayon::prelude::*;
     if !sources.partial && !needed(files) {
@@ -1177,7 +1180,6 @@ pub fn gather(
         }
     }
     let shown: HashSet<&str> = files.iter().map(|f| f.shown.as_str()).collect();
-    let held = Held::new(MAX_HELD_BYTES);
     let mut context: Vec<(PathBuf, usize, String, PathBuf)> = Vec::new();
     for (root, scope) in first_scope {
         for (name, path) in (sources.crate_files)(root, scope) {
@@ -1372,7 +1374,7 @@ struct Run<'r, 's> {
 pub(crate) const MAX_HELD_BYTES: usize = 256 << 20;
 
 /// The bytes of file text the passes hold, against a bound.
-pub(crate) struct Held {
+pub struct Held {
     bytes: std::sync::atomic::AtomicUsize,
     max: usize,
 }
@@ -2444,6 +2446,48 @@ mod tests {
             settings: Settings::default(),
             kept: super::FirstAudits::default(),
         }
+    }
+
+    /// The other files of a crate the walk covered in part are held within
+    /// the budget `gather` is given, counted with what the walked files
+    /// already hold: a run has one bound on held bytes, not one per phase.
+    #[test]
+    fn gathered_files_are_held_within_the_budget_given() {
+        let disk = wrapper_and_caller("gather-budget");
+        let engine = disk.engine();
+        let read = |p: &std::path::Path, _: usize| -> Option<std::sync::Arc<[u8]>> {
+            std::fs::read(p).ok().map(Into::into)
+        };
+        let first_of = |_: usize| engine;
+        let list = |_: &std::path::Path, _: usize| disk.listing.to_vec();
+        let sources = super::Sources {
+            first: &first_of,
+            engine: &first_of,
+            read: &read,
+            crate_files: &list,
+            partial: true,
+            first_audits: None,
+        };
+        let pool = crate::parse::pool(Some(1)).unwrap();
+        let sweep = std::fs::read(disk.dir.join("src/sweep.rs")).unwrap();
+        let held_context = |budget: super::Held| {
+            let out = engine.check_bytes("src/sweep.rs", &sweep, false);
+            let mut files = vec![super::Audited::new(
+                disk.dir.join("src/sweep.rs"),
+                0,
+                "src/sweep.rs".into(),
+                out,
+            )];
+            let crates =
+                super::gather(&mut files, &disk.dir, &pool, false, &sources, budget).unwrap();
+            assert_eq!((crates.walked, files.len()), (1, 2));
+            files[1].bytes.is_some()
+        };
+        assert!(held_context(super::Held::new(super::MAX_HELD_BYTES)));
+        // What the walked files hold already fills the bound.
+        let full = super::Held::new(sweep.len());
+        assert!(full.take(sweep.len()));
+        assert!(!held_context(full));
     }
 
     /// What `run` returns, with the reads of each file it told of.

@@ -456,14 +456,21 @@ impl Holds {
         }
     }
 
-    /// The bytes held, by place in the results, and each crate's root.
-    fn into_bytes(self) -> (HashMap<usize, std::sync::Arc<[u8]>>, Vec<PathBuf>) {
+    /// The bytes held, by place in the results; each crate's root; and
+    /// the budget they are counted in, which the passes go on with.
+    fn into_bytes(
+        self,
+    ) -> (
+        HashMap<usize, std::sync::Arc<[u8]>>,
+        Vec<PathBuf>,
+        crate::cross::Held,
+    ) {
         let bytes = self
             .crates
             .into_iter()
             .flat_map(|c| c.held.into_inner().unwrap_or_else(|e| e.into_inner()))
             .collect();
-        (bytes, self.root_of)
+        (bytes, self.root_of, self.budget)
     }
 }
 
@@ -645,7 +652,7 @@ fn audit_some(
         queue = next;
     }
     progress.phase("following calls across files");
-    let (held, roots) = holds.into_bytes();
+    let (held, roots, budget) = holds.into_bytes();
     let roots: Vec<PathBuf> = crate_of_slot.iter().map(|&c| roots[c].clone()).collect();
     crate_passes(
         p,
@@ -654,7 +661,7 @@ fn audit_some(
         &manifests,
         &mut results,
         inventory,
-        held,
+        (held, budget),
         &roots,
         source,
     );
@@ -857,7 +864,7 @@ fn crate_passes(
     manifests: &Manifests,
     results: &mut [(PathBuf, usize, String, FileResult)],
     inventory: bool,
-    mut held: HashMap<usize, std::sync::Arc<[u8]>>,
+    (mut held, budget): (HashMap<usize, std::sync::Arc<[u8]>>, crate::cross::Held),
     roots: &[PathBuf],
     source: &dyn Source,
 ) {
@@ -926,7 +933,7 @@ fn crate_passes(
     };
     // The file phase ends with the rest of each crate the walk covered in
     // part: the crate phase reads nothing more.
-    let crates = crate::cross::gather(&mut files, &p.cwd, pool, inventory, &sources);
+    let crates = crate::cross::gather(&mut files, &p.cwd, pool, inventory, &sources, budget);
     source.files_read();
     if let Some(crates) = crates {
         crate::cross::passes(&mut files, crates, pool, inventory, &sources);
