@@ -396,9 +396,14 @@ impl Holds {
         }
     }
 
+    /// The crate root of `path` (empty: no crate).
+    fn root(&mut self, path: &Path, cwd: &Path) -> PathBuf {
+        self.roots.of(path, cwd).unwrap_or_default()
+    }
+
     /// The crate of `path`, counting one more file of it to audit.
     fn enter(&mut self, path: &Path, cwd: &Path) -> usize {
-        let root = self.roots.of(path, cwd).unwrap_or_default();
+        let root = self.root(path, cwd);
         let next = self.crates.len();
         // Covered whole: files in no crate, or a crate inside a directory
         // walked (asked once per crate).
@@ -496,20 +501,20 @@ pub fn audit(p: &Prepared, inventory: bool) -> Result<Audit, Failure> {
 /// [`audit`], reading every file through `source`, each once: the crate
 /// passes work on the bytes the first audit held ([`Holds`]).
 pub fn audit_from(p: &Prepared, inventory: bool, source: &dyn Source) -> Result<Audit, Failure> {
-    audit_some(p, inventory, source, &|_| true, true)
+    audit_some(p, inventory, source, None)
 }
 
-/// [`audit_from`] of the walked files `only` keeps (and of the modules
-/// their `mod` declarations reach). Without `notes`, the notes about
-/// files it could not follow or skipped are not given (an audit again of
-/// files whose first audit gave them).
+/// [`audit_from`], with `crates_of`: of the walked files only those in
+/// the crates of these files (and the modules their `mod` declarations
+/// reach), without the notes about files it could not follow or skipped
+/// (an audit again of files whose first audit gave them).
 fn audit_some(
     p: &Prepared,
     inventory: bool,
     source: &dyn Source,
-    only: &dyn Fn(&Path) -> bool,
-    notes: bool,
+    crates_of: Option<&[PathBuf]>,
 ) -> Result<Audit, Failure> {
+    let notes = crates_of.is_none();
     let pool = crate::parse::pool(p.jobs)?;
     let mut scopes = lock(&p.scopes);
     // The files audited so far, by path as the walk spells them: most
@@ -519,17 +524,18 @@ fn audit_some(
     // by its path: a hard link or another spelling of an audited file.
     let mut seen: Option<std::collections::HashSet<walk::Identity>> = None;
     let mut holds = Holds::new(p);
-    let mut queue: Vec<(PathBuf, usize, usize)> = p
-        .files
-        .iter()
-        .cloned()
-        .zip(p.file_scope.iter().copied())
-        .filter(|(f, _)| only(f))
-        .map(|(f, scope)| {
-            let c = holds.enter(&f, &p.cwd);
-            (f, scope, c)
-        })
-        .collect();
+    let only: Option<std::collections::HashSet<PathBuf>> =
+        crates_of.map(|files| files.iter().map(|f| holds.root(f, &p.cwd)).collect());
+    let mut queue: Vec<(PathBuf, usize, usize)> = Vec::new();
+    for (f, &scope) in p.files.iter().zip(&p.file_scope) {
+        if only
+            .as_ref()
+            .is_none_or(|o| o.contains(&holds.root(f, &p.cwd)))
+        {
+            let c = holds.enter(f, &p.cwd);
+            queue.push((f.clone(), scope, c));
+        }
+    }
     let mut excluded_modules = 0usize;
     let mut results: Vec<(PathBuf, usize, String, FileResult)> = Vec::new();
     // Each result's crate, by its index in `holds`.
@@ -1035,13 +1041,7 @@ pub fn audit_after_fix(
     written: &[(PathBuf, Vec<u8>)],
     source: &dyn Source,
 ) -> Result<Audit, Failure> {
-    let mut roots = crate::cross::Roots::default();
-    let touched: std::collections::HashSet<PathBuf> = written
-        .iter()
-        .map(|(f, _)| roots.of(f, &p.cwd).unwrap_or_default())
-        .collect();
-    let roots = std::sync::Mutex::new(roots);
-    let only = |f: &Path| touched.contains(&lock(&roots).of(f, &p.cwd).unwrap_or_default());
+    let rewritten: Vec<PathBuf> = written.iter().map(|(f, _)| f.clone()).collect();
     let source = Written {
         texts: written
             .iter()
@@ -1049,7 +1049,7 @@ pub fn audit_after_fix(
             .collect(),
         base: source,
     };
-    let again = audit_some(p, false, &source, &only, false)?;
+    let again = audit_some(p, false, &source, Some(&rewritten))?;
     Ok(merged(p, first, again))
 }
 
